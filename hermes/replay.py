@@ -1,0 +1,350 @@
+"""The replay planner: one pure step that decides what every stored part becomes on a route.
+
+``plan_replay(history, target, learned)`` never modifies ``history``; it returns a
+``ReplayPlan`` whose messages hold only what the wire must render:
+
+* chat-completions routes: reasoning leaves the parts and becomes message ``fields``
+  (exactly the row's carriers, minus learned rejections; must-echo pads; owned native fields);
+* native-block wires (Anthropic, Bedrock, Responses): reasoning parts stay in order when
+  their blob may go to this target, are reduced to readable text where the row's policy
+  says so, and are dropped otherwise;
+* Gemini: signatures are lifted from the private record onto calls and the last text part;
+  a call without one of its own gets the documented ``skip_thought_signature_validator``.
+
+Every reasoning part gets a ``Decision`` with a reason, which ``hermes replay`` prints.
+Wire modules render the plan and never decide again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import orjson
+
+from .history import open_loop_start, window
+from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall
+from .resolve import Resolved
+from .routes import Route, deep_merge
+
+__all__ = [
+    "GEMINI_SKIP_SIGNATURE",
+    "PAD",
+    "Decision",
+    "Learned",
+    "PlannedMessage",
+    "ReplayPlan",
+    "Settings",
+    "blob_allowed",
+    "blob_hash",
+    "plan_replay",
+]
+
+PAD = " "
+"""Must-echo placeholder: a single space (DeepSeek rejects ``""``)."""
+GEMINI_SKIP_SIGNATURE = "skip_thought_signature_validator"
+DETAILS = "openrouter.details"
+Action = Literal["native", "field", "text", "drop", "pad"]
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """What this (provider, host, model) has taught us; see ``rejections``."""
+
+    dropped: frozenset[str] = frozenset()
+    """Carrier fields the route rejected as unknown."""
+    suppressed: frozenset[str] = frozenset()
+    """``blob_hash`` of signed blobs the route rejected."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    thinking: bool = True
+    effort: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    part: int | None
+    """Index into the stored message's parts; None for a message-level decision."""
+    action: Action
+    fields: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedMessage:
+    index: int
+    """Position in the stored history."""
+    role: str
+    parts: tuple[Part, ...]
+    """What the wire renders, in order; reasoning only where it goes as a native block."""
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    """Chat-completions assistant carrier fields, in render order."""
+    tool_signatures: Mapping[str, str] = field(default_factory=dict)
+    """call id → signature to render on that call (Gemini / Copilot)."""
+    thought_signature: str | None = None
+    """Gemini text-turn signature for the last text part."""
+    decisions: tuple[Decision, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPlan:
+    target: Resolved
+    messages: tuple[PlannedMessage, ...]
+    request_fields: Mapping[str, Any]
+    """Top-level body fields from the row: keep-thinking switches and effort."""
+    thinking: bool
+    notes: tuple[str, ...] = ()
+
+
+def blob_hash(blob: str) -> str:
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def blob_allowed(part: Reasoning, target: Resolved, learned: Learned = Learned()) -> str | None:
+    """None when the part's blob may be sent to ``target``; otherwise the reason it may not."""
+    if part.blob is None or part.blob_kind is None:
+        return "no blob"
+    route = target.route
+    accepted = route.blob_kinds | ({DETAILS} if "reasoning_details" in route.carriers else set())
+    if part.blob_kind not in accepted:
+        return f"{route.key} does not take {part.blob_kind} blobs"
+    if not _same_origin(part.origin, target):
+        return f"blob minted by {_who(part.origin)}, not sendable to {_who(target.key)}"
+    if blob_hash(part.blob) in learned.suppressed:
+        return "blob suppressed after the route rejected it"
+    return None
+
+
+def _same_origin(origin: RouteKey, target: Resolved) -> bool:
+    if origin.provider != target.route.key or origin.host != target.host:
+        return False
+    return target.route.blob_scope == "provider" or origin.model == target.model
+
+
+def _who(k: RouteKey) -> str:
+    return f"{k.provider}@{k.host}/{k.model}"
+
+
+def plan_replay(
+    history: Sequence[Message],
+    target: Resolved,
+    learned: Learned = Learned(),
+    settings: Settings = Settings(),
+) -> ReplayPlan:
+    """Decide, per stored part, what the request to ``target`` carries. Pure."""
+    start, msgs = window(history)
+    loop_start = open_loop_start(msgs)
+    route = target.route
+    planner = _PLANNERS[route.wire]
+    planned = []
+    for offset, m in enumerate(msgs):
+        if m.role != "assistant":
+            planned.append(PlannedMessage(start + offset, m.role, m.parts))
+            continue
+        in_loop = offset >= loop_start
+        planned.append(planner(start + offset, m, target, learned, in_loop))
+    notes: list[str] = []
+    thinking = settings.thinking
+    if thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
+        bare = [p for p in planned[loop_start:] if p.role == "assistant" and _needs_thinking(p)]
+        if bare:
+            thinking = False
+            notes.append(
+                f"thinking off for this request: open tool-loop turn #{bare[0].index} has no "
+                "thinking block this route may receive (it came from another route)"
+            )
+    return ReplayPlan(target, tuple(planned), _request_fields(route, settings, thinking), thinking, tuple(notes))
+
+
+def _needs_thinking(p: PlannedMessage) -> bool:
+    return any(isinstance(x, ToolCall) for x in p.parts) and not any(isinstance(x, Reasoning) for x in p.parts)
+
+
+def _request_fields(route: Route, settings: Settings, thinking: bool) -> dict[str, Any]:
+    if not thinking:
+        return {}
+    out = deep_merge({}, route.switches)
+    if settings.effort and route.wire == "openai_chat":
+        path = route.effort_field.split(".")
+        patch: dict[str, Any] = {path[-1]: settings.effort}
+        for name in reversed(path[:-1]):
+            patch = {name: patch}
+        out = deep_merge(out, patch)
+    return out
+
+
+# ----------------------------------------------------------------------------- chat wire
+
+
+def _readable(parts: Sequence[tuple[int, Reasoning]]) -> str:
+    texts = [p.text for _, p in parts if p.text.strip()]
+    return texts[0] if len(texts) == 1 else "\n\n".join(texts)
+
+
+def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_loop: bool) -> PlannedMessage:
+    route = target.route
+    reasoning = [(i, p) for i, p in enumerate(m.parts) if isinstance(p, Reasoning)]
+    others = tuple(p for p in m.parts if not isinstance(p, Reasoning))
+    carriers = route.carriers - learned.dropped
+    if route.must_echo and "reasoning_content" in route.carriers:
+        carriers |= {"reasoning_content"}
+    decisions: list[Decision] = []
+    if route.strict:
+        decisions += [Decision(i, "drop", (), f"{route.key} is a strict schema: no reasoning key") for i, _ in reasoning]
+        return PlannedMessage(index, m.role, others, decisions=tuple(decisions))
+
+    text = _readable(reasoning)
+    fields: dict[str, Any] = {}
+    text_fields = tuple(f for f in ("reasoning_content", "reasoning") if f in carriers)
+    if text and text_fields:
+        for f in text_fields:
+            fields[f] = text
+    elif route.must_echo and "reasoning_content" in carriers:
+        fields["reasoning_content"] = PAD
+        decisions.append(Decision(None, "pad", ("reasoning_content",), f"{route.key} must echo: placeholder {PAD!r}"))
+
+    details: list[Any] = []
+    tool_sigs: dict[str, str] = {}
+    native_fields: dict[str, Any] = {}
+    for i, p in reasoning:
+        sent: list[str] = [f for f in text_fields if p.text.strip() and text]
+        why = []
+        if p.blob_kind == DETAILS and "reasoning_details" in carriers:
+            refusal = blob_allowed(p, target, learned)
+            if refusal is None:
+                details.extend(orjson.loads(p.blob or "[]"))
+                sent.append("reasoning_details")
+            else:
+                why.append(refusal)
+        elif p.blob is not None:
+            why.append(blob_allowed(p, target, learned) or f"{route.key} takes no {p.blob_kind} on this wire")
+        if p.native:
+            owned, refusal = _native_owned(p, target)
+            if refusal:
+                why.append(refusal)
+            for name in owned:
+                sent.append(name)
+            _lift_native(p, owned, native_fields, tool_sigs)
+        if sent:
+            reason = "; ".join(["as carried by this route", *why]) if why else "as carried by this route"
+            decisions.append(Decision(i, "field", tuple(sent), reason))
+        elif not p.text.strip() and p.blob is None and not p.native:
+            decisions.append(Decision(i, "drop", (), "empty reasoning"))
+        else:
+            missing = "route reads none of its carriers" if not text_fields else "nothing sendable"
+            decisions.append(Decision(i, "drop", (), "; ".join(why) or missing))
+    if details:
+        fields["reasoning_details"] = details
+    fields.update(native_fields)
+    return PlannedMessage(index, m.role, others, fields, tool_sigs, None, tuple(decisions))
+
+
+def _native_owned(p: Reasoning, target: Resolved) -> tuple[list[str], str | None]:
+    """Which fields of the part's private record go to ``target``, or why none do."""
+    assert p.native is not None
+    have = p.native.fields()
+    owned = have & target.route.native
+    if not owned:
+        return [], f"native record ({', '.join(sorted(have))}) is owned by {p.origin.provider}, not {target.route.key}"
+    if not _same_origin(p.origin, target):
+        return [], f"native record minted by {_who(p.origin)}, not sendable to {_who(target.key)}"
+    names = sorted(owned)
+    if "reasoning_text" in names and "reasoning_opaque" not in names:
+        names.remove("reasoning_text")  # Copilot clients send it only next to its opaque blob
+    return names, None
+
+
+def _lift_native(p: Reasoning, owned: Sequence[str], out: dict[str, Any], tool_sigs: dict[str, str]) -> None:
+    n = p.native
+    assert n is not None
+    if "thought_signature" in owned and n.thought_signature:
+        out["extra_content"] = {"google": {"thought_signature": n.thought_signature}}
+    if "reasoning_text" in owned and n.reasoning_text:
+        out["reasoning_text"] = n.reasoning_text
+    if "reasoning_opaque" in owned and n.reasoning_opaque:
+        out["reasoning_opaque"] = n.reasoning_opaque
+    if "tool_signatures" in owned:
+        tool_sigs.update(dict(n.tool_signatures))
+
+
+# ----------------------------------------------------------------------------- block wires
+
+
+def _plan_blocks(index: int, m: Message, target: Resolved, learned: Learned, in_loop: bool) -> PlannedMessage:
+    """Anthropic, Bedrock and Responses: reasoning stays a block, in its original order."""
+    route = target.route
+    policy = route.policy
+    keep_prior = route.prior_turns == "all" and policy != "strip"
+    parts: list[Part] = []
+    decisions: list[Decision] = []
+    for i, p in enumerate(m.parts):
+        if not isinstance(p, Reasoning):
+            parts.append(p)
+            continue
+        refusal = blob_allowed(p, target, learned)
+        own = _same_origin(p.origin, target)
+        if not in_loop and not keep_prior:
+            decisions.append(Decision(i, "drop", (), f"turn before the open tool loop; {route.key} "
+                                      f"{'strips earlier turns' if policy == 'strip' else 'keeps only loop thinking for this model'}"))
+        elif refusal is None:
+            parts.append(p)
+            decisions.append(Decision(i, "native", (p.blob_kind or "",), "signed block from this route and model"))
+        elif policy == "unsigned" or (policy == "strip" and own):
+            if p.text.strip():
+                parts.append(replace(p, blob=None, blob_kind=None, native=None))
+                decisions.append(Decision(i, "text", ("reasoningText",), f"readable text only: {refusal}"))
+            else:
+                decisions.append(Decision(i, "drop", (), f"no readable text; {refusal}"))
+        else:
+            decisions.append(Decision(i, "drop", (), refusal if p.blob is not None else f"{route.key} takes only signed reasoning"))
+    if not any(isinstance(x, (Text, ToolCall)) and (not isinstance(x, Text) or x.text) for x in parts):
+        kept = [d for d in decisions if d.action in ("native", "text")]
+        if kept:
+            parts = [x for x in parts if not isinstance(x, Reasoning)]
+            decisions = [d if d.action not in ("native", "text") else
+                         Decision(d.part, "drop", (), "reasoning-only assistant turn would be read as prefill")
+                         for d in decisions]
+    return PlannedMessage(index, m.role, tuple(parts), decisions=tuple(decisions))
+
+
+def _plan_gemini(index: int, m: Message, target: Resolved, learned: Learned, in_loop: bool) -> PlannedMessage:
+    """Gemini rehydrates thoughts from signatures: send signatures, not thought text."""
+    parts: list[Part] = []
+    decisions: list[Decision] = []
+    sigs: dict[str, str] = {}
+    thought_sig: str | None = None
+    for i, p in enumerate(m.parts):
+        if not isinstance(p, Reasoning):
+            parts.append(p)
+            continue
+        if p.native:
+            owned, refusal = _native_owned(p, target)
+            if owned:
+                n = p.native
+                sigs.update(dict(n.tool_signatures))
+                thought_sig = n.thought_signature or thought_sig
+                decisions.append(Decision(i, "native", tuple(owned), "own thought signatures"))
+                continue
+            decisions.append(Decision(i, "drop", (), refusal or "not owned"))
+        else:
+            decisions.append(Decision(i, "drop", (), "Gemini takes thoughts back as signatures only"))
+    calls = [p for p in parts if isinstance(p, ToolCall)]
+    if calls and not any(c.id in sigs for c in calls):
+        sigs[calls[0].id] = GEMINI_SKIP_SIGNATURE
+        decisions.append(Decision(None, "pad", ("thoughtSignature",),
+                                  "call has no signature of its own: documented validator skip"))
+    sigs = {c.id: sigs[c.id] for c in calls if c.id in sigs}
+    return PlannedMessage(index, m.role, tuple(parts), {}, sigs, thought_sig, tuple(decisions))
+
+
+_PLANNERS = {
+    "openai_chat": _plan_chat,
+    "anthropic": _plan_blocks,
+    "bedrock": _plan_blocks,
+    "openai_responses": _plan_blocks,
+    "gemini": _plan_gemini,
+}

@@ -1,0 +1,279 @@
+"""Turn (provider, base URL, model) into one route row, and say why.
+
+Rules, in order:
+
+1. ``--provider`` names the row (its key or an alias). ``--base-url`` then changes the host
+   the request goes to, never the row.
+2. Otherwise the base URL's host decides: exact host or a subdomain of a row's host, label by
+   label — ``nousresearch.com.evil.io`` and ``api.deepseek.com.example.org`` match nothing.
+3. Otherwise a loopback / private-network / CGNAT host is a local server (``local`` row).
+4. Otherwise the ``generic`` row (``reasoning_content`` only).
+
+User rows from ``$HERMES_HOME/routes.toml`` are searched before the built-in ones; a user
+row with a built-in key overrides just the fields it names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ConfigError, RouteError
+from .messages import RouteKey
+from .routes import CARRIERS, NATIVE_FIELDS, ROUTES, WIRES, ModelRule, Route
+
+__all__ = ["Resolved", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve"]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A route row applied to one model and one base URL."""
+
+    route: Route
+    base_url: str
+    host: str
+    model: str
+    why: tuple[str, ...]
+
+    @property
+    def key(self) -> RouteKey:
+        return RouteKey(self.route.key, self.host, self.model, self.route.wire)
+
+
+def parse_base_url(base_url: str) -> tuple[str, str]:
+    """(lower-case host without port, path) of a base URL; raises RouteError if it has no host."""
+    parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
+    try:
+        host = (parts.hostname or "").lower().rstrip(".")
+    except ValueError:
+        host = ""
+    if not host:
+        raise RouteError(f"base URL {base_url!r} has no host", hint="use e.g. https://api.example.com/v1")
+    return host, parts.path or "/"
+
+
+def host_matches(host: str, pattern: str) -> bool:
+    """Exact host or subdomain of ``pattern``; a ``*`` label matches exactly one label."""
+    h = host.lower().rstrip(".").split(".")
+    p = pattern.lower().split(".")
+    if len(h) < len(p):
+        return False
+    tail = h[len(h) - len(p):]
+    return all(pl == "*" or pl == hl for pl, hl in zip(p, tail, strict=True))
+
+
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+
+
+def is_local_host(host: str) -> bool:
+    """Loopback, private, link-local or CGNAT (Tailscale) address, or a ``localhost`` name."""
+    h = host.strip("[]").lower()
+    if h == "localhost" or h.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(h)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_private or ip.is_link_local or (ip.version == 4 and ip in _CGNAT)
+
+
+def _row_matches(row: Route, host: str, path: str) -> str | None:
+    for pattern in row.hosts:
+        if host_matches(host, pattern):
+            if row.paths and not any(path.startswith(p) for p in row.paths):
+                continue
+            return pattern
+    return None
+
+
+def _by_name(table: Sequence[Route], name: str) -> Route | None:
+    n = name.strip().lower()
+    for row in table:
+        if n == row.key or n in row.providers:
+            return row
+    return None
+
+
+def resolve(
+    provider: str | None,
+    base_url: str | None,
+    model: str,
+    *,
+    table: Sequence[Route] = ROUTES,
+) -> Resolved:
+    """The row for this request, applied to ``model``, with the reasons it was chosen."""
+    why: list[str] = []
+    if not model:
+        raise RouteError("no model given", hint="pass --model or set a default model in config.toml")
+    if provider:
+        row = _by_name(table, provider)
+        if row is None:
+            names = sorted({r.key for r in table} | {p for r in table for p in r.providers})
+            close = difflib.get_close_matches(provider.lower(), names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise RouteError(f"unknown provider {provider!r}", hint=f"{hint}`hermes routes` lists them")
+        why.append(f"--provider {provider!r} names row {row.key!r}")
+        url = base_url or row.base_url
+        if base_url:
+            why.append(f"--base-url changes the host to {parse_base_url(base_url)[0]!r}, not the row")
+    else:
+        if not base_url:
+            raise RouteError("no provider and no base URL", hint="pass --provider P or --base-url URL")
+        url = base_url
+        host, path = parse_base_url(url)
+        for row in table:
+            pattern = _row_matches(row, host, path)
+            if pattern:
+                why.append(f"host {host!r} matches {pattern!r} of row {row.key!r}")
+                break
+        else:
+            if is_local_host(host):
+                row = _by_name(table, "local") or _fallback(table)
+                why.append(f"host {host!r} is loopback/private: local server row")
+            else:
+                row = _fallback(table)
+                why.append(f"host {host!r} matches no row: fallback row {row.key!r}")
+    if not url and row.auth != "aws":
+        raise RouteError(f"route {row.key!r} has no default base URL", hint="pass --base-url URL")
+    host = parse_base_url(url)[0] if url else _aws_host(row)
+    applied = row.for_model(model)
+    for rule in row.model_rules:
+        if rule.pattern and applied is not row and _rule_hit(rule, model):
+            why.append(f"model {model!r} matches rule {rule.pattern!r}")
+    return Resolved(applied, url.rstrip("/") if url else "", host, model, tuple(why))
+
+
+def _rule_hit(rule: ModelRule, model: str) -> bool:
+    from fnmatch import fnmatchcase
+
+    return fnmatchcase(model.lower(), rule.pattern)
+
+
+def _aws_host(row: Route) -> str:
+    return "bedrock-runtime.amazonaws.com"
+
+
+def _fallback(table: Sequence[Route]) -> Route:
+    row = _by_name(table, "generic")
+    if row is None:  # a user table without the fallback row
+        raise RouteError("no 'generic' route row to fall back to")
+    return row
+
+
+# ----------------------------------------------------------------------------- routes.toml
+
+_LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds", "key_env"}
+_BOOL_FIELDS = {"must_echo", "think_tags", "local"}
+_STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope"}
+_CHOICES = {
+    "wire": WIRES,
+    "auth": ("bearer", "x-api-key", "goog-api-key", "aws", "none"),
+    "policy": ("signed", "strip", "unsigned", "fields"),
+    "prior_turns": ("all", "loop"),
+    "blob_scope": ("model", "provider"),
+}
+_ALLOWED = _LIST_FIELDS | _BOOL_FIELDS | _STR_FIELDS | {"switches", "model_rules"}
+
+
+def load_table(path: Path | None, *, base: Sequence[Route] = ROUTES) -> tuple[Route, ...]:
+    """Built-in rows plus the user's ``routes.toml`` (if it exists); errors name file:line."""
+    if path is None or not path.exists():
+        return tuple(base)
+    src = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        data = tomllib.loads(src)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise ConfigError(f"{path}:{m.group(1) if m else '?'}: invalid TOML: {e}") from None
+    unknown_top = set(data) - {"route"}
+    if unknown_top:
+        raise ConfigError(f"{path}:1: unknown top-level key(s) {sorted(unknown_top)}; use [[route]] tables")
+    rows = data.get("route", [])
+    if not isinstance(rows, list):
+        raise ConfigError(f"{path}:1: 'route' must be an array of tables ([[route]])")
+    header_lines = [n for n, line in enumerate(src.splitlines(), 1) if line.strip().startswith("[[route]]")]
+    table = list(base)
+    added: list[Route] = []
+    for i, raw in enumerate(rows):
+        line = header_lines[i] if i < len(header_lines) else 1
+        try:
+            row = _row_from_toml(raw, table, source=str(path))
+        except ConfigError as e:
+            raise ConfigError(f"{path}:{line}: {e}") from None
+        idx = next((j for j, r in enumerate(table) if r.key == row.key), None)
+        if idx is None:
+            added.append(row)
+        else:
+            table[idx] = row
+    return (*added, *table)
+
+
+def _row_from_toml(raw: Any, table: Sequence[Route], *, source: str) -> Route:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("each [[route]] must be a table")
+    key = raw.get("key")
+    if not isinstance(key, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", key):
+        raise ConfigError("route needs a 'key' of lower-case letters, digits, '.', '_' or '-'")
+    unknown = set(raw) - _ALLOWED
+    if unknown:
+        raise ConfigError(f"route {key!r}: unknown field(s) {sorted(unknown)}")
+    existing = next((r for r in table if r.key == key), None)
+    if existing is None and "wire" not in raw:
+        raise ConfigError(f"route {key!r}: a new route needs 'wire' (one of {', '.join(WIRES)})")
+    values: dict[str, Any] = {"source": source}
+    for name, value in raw.items():
+        values[name] = _field(key, name, value)
+    if existing is None:
+        values.setdefault("label", key)
+        return Route(**values)
+    return replace(existing, **values)
+
+
+def _field(key: str, name: str, value: Any) -> Any:
+    where = f"route {key!r}: field {name!r}"
+    if name in _STR_FIELDS:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string")
+        if name in _CHOICES and value not in _CHOICES[name]:
+            raise ConfigError(f"{where} must be one of {', '.join(_CHOICES[name])}, not {value!r}")
+        return value
+    if name in _BOOL_FIELDS:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false")
+        return value
+    if name in _LIST_FIELDS:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where} must be a list of strings")
+        if name == "carriers" and (bad := set(value) - set(CARRIERS)):
+            raise ConfigError(f"{where}: unknown carrier(s) {sorted(bad)}; known: {', '.join(CARRIERS)}")
+        if name == "native" and (bad := set(value) - set(NATIVE_FIELDS)):
+            raise ConfigError(f"{where}: unknown native field(s) {sorted(bad)}")
+        if name in ("carriers", "native", "blob_kinds"):
+            return frozenset(value)
+        return tuple(v.lower() if name in ("providers", "hosts") else v for v in value)
+    if name == "switches":
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where} must be a table")
+        return dict(value)
+    if name == "model_rules":
+        if not isinstance(value, list):
+            raise ConfigError(f"{where} must be an array of tables")
+        rules = []
+        for rule in value:
+            if not isinstance(rule, Mapping) or not isinstance(rule.get("pattern"), str):
+                raise ConfigError(f"{where}: each rule needs a 'pattern' string")
+            if set(rule) - {f.name for f in fields(ModelRule)}:
+                raise ConfigError(f"{where}: unknown rule field(s) {sorted(set(rule) - {'pattern', 'switches', 'policy', 'prior_turns'})}")
+            rules.append(ModelRule(rule["pattern"].lower(), dict(rule.get("switches", {})),
+                                   rule.get("policy"), rule.get("prior_turns")))
+        return tuple(rules)
+    raise ConfigError(f"{where} is not supported")  # pragma: no cover - guarded by _ALLOWED

@@ -1,0 +1,268 @@
+"""The route table: every provider route and how it takes reasoning back. Pure data.
+
+Each row is a measured fact about a provider (sources in ``shared/research/providers.md``):
+which carrier fields its assistant messages read, whether a tool turn must echo
+``reasoning_content``, which keep-thinking switches make it actually keep replayed
+reasoning, which private native fields it owns, and which opaque blob kinds it accepts back.
+Nothing else in Hermes knows a provider's name; adapters render what ``replay`` decides from
+these rows. Users add or override rows in ``$HERMES_HOME/routes.toml`` (see ``resolve``).
+
+Row keys are persisted (stamped on every stored reasoning part as ``origin.provider``): never
+rename one; add an alias to ``providers`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "CARRIERS",
+    "NATIVE_FIELDS",
+    "ROUTES",
+    "WIRES",
+    "ModelRule",
+    "Route",
+    "route_by_key",
+]
+
+Carrier: TypeAlias = Literal["reasoning_content", "reasoning", "reasoning_details"]
+CARRIERS: tuple[str, ...] = ("reasoning_content", "reasoning", "reasoning_details")
+NATIVE_FIELDS: tuple[str, ...] = ("thought_signature", "tool_signatures", "reasoning_opaque", "reasoning_text")
+WIRES: tuple[str, ...] = ("openai_chat", "anthropic", "bedrock", "gemini", "openai_responses")
+RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRule:
+    """Overrides applied to a row when the model id matches ``pattern`` (fnmatch, lower-case)."""
+
+    pattern: str
+    switches: Mapping[str, Any] = field(default_factory=dict)
+    """Merged (deeply) into the request body whenever thinking is on."""
+    policy: str | None = None
+    """Replace the row's reasoning ``policy`` for matching models."""
+    prior_turns: str | None = None
+    """Replace the row's ``prior_turns`` for matching models."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One row of the route table."""
+
+    key: str
+    """Persisted identifier; also the default ``--provider`` name."""
+    wire: str
+    label: str
+    providers: tuple[str, ...] = ()
+    """Provider names (lower-case) that select this row; ``key`` always does."""
+    hosts: tuple[str, ...] = ()
+    """Base-URL hosts that select this row: exact host or a subdomain of it, never a substring.
+    A label ``*`` matches exactly one label (``bedrock-runtime.*.amazonaws.com``)."""
+    paths: tuple[str, ...] = ()
+    """When set, the base-URL path must also start with one of these (same host, other API)."""
+    carriers: frozenset[str] = frozenset()
+    """Which of reasoning_content / reasoning / reasoning_details assistant messages carry."""
+    must_echo: bool = False
+    """Tool-call turns must carry ``reasoning_content`` (``" "`` when none was stored)."""
+    switches: Mapping[str, Any] = field(default_factory=dict)
+    """Request-body fields sent whenever thinking is on (keep-thinking switches)."""
+    native: frozenset[str] = frozenset()
+    """Private ``hermes.native_assistant`` fields this route owns (``NATIVE_FIELDS``)."""
+    blob_kinds: frozenset[str] = frozenset()
+    """Opaque blob kinds this route accepts back natively (besides ``reasoning_details``)."""
+    blob_scope: Literal["model", "provider"] = "model"
+    """A blob goes back only to the same route+host, and also the same model when ``model``."""
+    policy: Literal["signed", "strip", "unsigned", "fields"] = "fields"
+    """How native-block wires replay reasoning: signed blocks, strip earlier turns, text only;
+    ``fields`` for chat-completions routes (the carriers decide)."""
+    prior_turns: Literal["all", "loop"] = "all"
+    """Replay reasoning of turns before the open tool loop (``all``) or only inside it."""
+    think_tags: bool = False
+    """Responses may carry reasoning as ``<think>…</think>`` inside ``content``."""
+    local: bool = False
+    effort_field: str = "reasoning_effort"
+    """Dotted path where a reasoning effort goes (Kimi: ``thinking.effort``, since Moonshot
+    rejects ``thinking`` next to ``reasoning_effort``)."""
+    base_url: str = ""
+    key_env: tuple[str, ...] = ()
+    auth: Literal["bearer", "x-api-key", "goog-api-key", "aws", "none"] = "bearer"
+    model_rules: tuple[ModelRule, ...] = ()
+    source: str = "builtin"
+    """``builtin`` or the routes.toml path that defined/overrode the row."""
+
+    @property
+    def strict(self) -> bool:
+        """A strict chat route rejects any unknown message key: it gets no reasoning key at all."""
+        return self.wire == "openai_chat" and not self.carriers and not self.native
+
+    def for_model(self, model: str) -> Route:
+        """The row as it applies to ``model``: model rules folded in (switches deep-merged)."""
+        m = model.lower()
+        out = self
+        for rule in self.model_rules:
+            if fnmatchcase(m, rule.pattern):
+                out = replace(
+                    out,
+                    switches=deep_merge(out.switches, rule.switches),
+                    policy=rule.policy or out.policy,  # type: ignore[arg-type]
+                    prior_turns=rule.prior_turns or out.prior_turns,  # type: ignore[arg-type]
+                )
+        return out
+
+
+def deep_merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """``b`` over ``a``; nested mappings merge, everything else is replaced."""
+    out = dict(a)
+    for k, v in b.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+_GLM_KEEP = {"thinking": {"type": "enabled", "clear_thinking": False}}
+_QWEN_TEMPLATE_KEEP = (ModelRule("*qwen3*", switches={"chat_template_kwargs": {"preserve_thinking": True}}),)
+_NONE: frozenset[str] = frozenset()
+
+# Order matters only for host matching among rows: the first row whose host matches wins.
+# Strict rows come first so a custom provider pointed at api.groq.com gets nothing.
+ROUTES: tuple[Route, ...] = (
+    # --- strict schemas: 400/422 on any unknown assistant key --------------------------
+    Route("mistral", "openai_chat", "Mistral", hosts=("mistral.ai",), carriers=_NONE,
+          base_url="https://api.mistral.ai/v1", key_env=("MISTRAL_API_KEY",)),
+    Route("groq", "openai_chat", "Groq", hosts=("groq.com",), carriers=_NONE,
+          base_url="https://api.groq.com/openai/v1", key_env=("GROQ_API_KEY",)),
+    Route("cerebras", "openai_chat", "Cerebras", hosts=("cerebras.ai",), carriers=_NONE,
+          base_url="https://api.cerebras.ai/v1", key_env=("CEREBRAS_API_KEY",)),
+    Route("sambanova", "openai_chat", "SambaNova", hosts=("sambanova.ai",), carriers=_NONE,
+          think_tags=True, base_url="https://api.sambanova.ai/v1", key_env=("SAMBANOVA_API_KEY",)),
+    Route("hunyuan", "openai_chat", "Tencent Hunyuan", hosts=("hunyuan.cloud.tencent.com",),
+          carriers=_NONE, base_url="https://api.hunyuan.cloud.tencent.com/v1",
+          key_env=("HUNYUAN_API_KEY",)),
+    # --- must-echo: tool turns need reasoning_content back, " " when none ----------------
+    Route("deepseek", "openai_chat", "DeepSeek", hosts=("api.deepseek.com",),
+          carriers=frozenset({RC}), must_echo=True, switches={"thinking": {"type": "enabled"}},
+          base_url="https://api.deepseek.com", key_env=("DEEPSEEK_API_KEY",)),
+    Route("kimi", "openai_chat", "Kimi / Moonshot", providers=("moonshot", "kimi-coding", "kimi-coding-cn"),
+          hosts=("api.kimi.com", "moonshot.ai", "moonshot.cn"), carriers=frozenset({RC}), must_echo=True,
+          effort_field="thinking.effort",
+          model_rules=(ModelRule("*k2*", switches={"thinking": {"type": "enabled", "keep": "all"}}),),
+          base_url="https://api.moonshot.ai/v1", key_env=("MOONSHOT_API_KEY", "KIMI_API_KEY")),
+    Route("mimo", "openai_chat", "Xiaomi MiMo", providers=("xiaomi",),
+          hosts=("xiaomimimo.com",), carriers=frozenset({RC}), must_echo=True,
+          switches={"thinking": {"type": "enabled"}},
+          base_url="https://api.xiaomimimo.com/v1", key_env=("MIMO_API_KEY", "XIAOMI_API_KEY")),
+    # --- OpenRouter-format gateways: RC + R + RD -----------------------------------------
+    Route("openrouter", "openai_chat", "OpenRouter", hosts=("openrouter.ai",),
+          carriers=frozenset({RC, R, RD}), base_url="https://openrouter.ai/api/v1",
+          key_env=("OPENROUTER_API_KEY",)),
+    Route("kilo", "openai_chat", "Kilo Gateway", providers=("kilocode",), hosts=("kilo.ai",),
+          carriers=frozenset({RC, R, RD}), base_url="https://api.kilo.ai/api/gateway",
+          key_env=("KILO_API_KEY",)),
+    Route("vercel", "openai_chat", "Vercel AI Gateway", providers=("ai-gateway",),
+          hosts=("ai-gateway.vercel.sh",), carriers=frozenset({RC, R, RD}),
+          base_url="https://ai-gateway.vercel.sh/v1", key_env=("AI_GATEWAY_API_KEY", "VERCEL_API_KEY")),
+    Route("nous", "openai_chat", "Nous Portal", providers=("nous-portal",), hosts=("nousresearch.com",),
+          carriers=frozenset({RC, R, RD}), think_tags=True,
+          base_url="https://inference-api.nousresearch.com/v1", key_env=("NOUS_API_KEY",)),
+    # --- vendors documenting reasoning_details next to reasoning_content ----------------
+    Route("novita", "openai_chat", "Novita", hosts=("novita.ai",), carriers=frozenset({RC, RD}),
+          base_url="https://api.novita.ai/openai", key_env=("NOVITA_API_KEY",)),
+    Route("minimax", "openai_chat", "MiniMax", providers=("minimax-cn",), hosts=("minimax.io", "minimaxi.com"),
+          carriers=frozenset({RC, RD}), think_tags=True, switches={"reasoning_split": True},
+          base_url="https://api.minimax.io/v1", key_env=("MINIMAX_API_KEY",)),
+    Route("tencent", "openai_chat", "Tencent TokenHub", providers=("tencent-tokenhub",),
+          hosts=("tokenhub.tencentmaas.com", "tokenhub-intl.tencentcloudmaas.com"),
+          carriers=frozenset({RC, RD}), switches={"thinking": {"type": "enabled"}},
+          base_url="https://tokenhub.tencentmaas.com/v1", key_env=("TOKENHUB_API_KEY",)),
+    # --- reasoning_content with keep-thinking switches ---------------------------------
+    Route("glm", "openai_chat", "Z.ai / GLM", providers=("zai", "zhipu"), hosts=("z.ai", "bigmodel.cn"),
+          carriers=frozenset({RC}), switches=_GLM_KEEP,
+          base_url="https://api.z.ai/api/paas/v4", key_env=("ZAI_API_KEY", "GLM_API_KEY")),
+    Route("dashscope", "openai_chat", "Alibaba DashScope", providers=("alibaba", "qwen"),
+          hosts=("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"), carriers=frozenset({RC}),
+          model_rules=tuple(ModelRule(p, switches={"preserve_thinking": True})
+                            for p in ("qwen3.6*", "qwen3.7*", "qwen3.8*", "qwen3.9*", "kimi-k2.6*", "kimi-k2.7*"))
+          + (ModelRule("glm-5*", switches={"clear_thinking": False}),),
+          base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1", key_env=("DASHSCOPE_API_KEY",)),
+    Route("fireworks", "openai_chat", "Fireworks", hosts=("fireworks.ai",), carriers=frozenset({RC}),
+          base_url="https://api.fireworks.ai/inference/v1", key_env=("FIREWORKS_API_KEY",)),
+    Route("xai", "openai_chat", "xAI", hosts=("x.ai",), carriers=frozenset({RC}),
+          base_url="https://api.x.ai/v1", key_env=("XAI_API_KEY",)),
+    Route("openai", "openai_chat", "OpenAI Chat Completions", hosts=("api.openai.com",),
+          carriers=frozenset({RC}), base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",)),
+    # --- private native carriers on the chat wire --------------------------------------
+    Route("copilot", "openai_chat", "GitHub Copilot", providers=("github-copilot",), hosts=("githubcopilot.com",),
+          carriers=_NONE, native=frozenset({"reasoning_opaque", "reasoning_text", "tool_signatures"}),
+          base_url="https://api.githubcopilot.com", key_env=("COPILOT_API_KEY", "GITHUB_TOKEN")),
+    Route("gemini-openai", "openai_chat", "Gemini (OpenAI-compatible)", providers=("gemini-compat",),
+          hosts=("generativelanguage.googleapis.com",), paths=("/v1beta/openai",),
+          carriers=frozenset({RC}), native=frozenset({"thought_signature", "tool_signatures"}),
+          base_url="https://generativelanguage.googleapis.com/v1beta/openai", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    # --- local servers: RC + R (llama.cpp/SGLang read RC; vLLM/Ollama read R) ------------
+    Route("ollama-cloud", "openai_chat", "Ollama Cloud", hosts=("ollama.com",), carriers=frozenset({RC, R}),
+          base_url="https://ollama.com/v1", key_env=("OLLAMA_API_KEY",)),
+    Route("upstage", "openai_chat", "Upstage", hosts=("upstage.ai",), carriers=frozenset({RC, R}),
+          base_url="https://api.upstage.ai/v1", key_env=("UPSTAGE_API_KEY",)),
+    Route("ollama", "openai_chat", "Ollama (local)", carriers=frozenset({RC, R}), local=True, auth="none",
+          base_url="http://127.0.0.1:11434/v1"),
+    Route("vllm", "openai_chat", "vLLM (local)", carriers=frozenset({RC, R}), local=True, auth="none",
+          model_rules=_QWEN_TEMPLATE_KEEP, base_url="http://127.0.0.1:8000/v1"),
+    Route("llamacpp", "openai_chat", "llama.cpp server", providers=("llama.cpp", "llama-cpp"),
+          carriers=frozenset({RC, R}), local=True, auth="none", model_rules=_QWEN_TEMPLATE_KEEP,
+          base_url="http://127.0.0.1:8080/v1"),
+    Route("lmstudio", "openai_chat", "LM Studio", carriers=frozenset({RC, R}), local=True, auth="none",
+          base_url="http://127.0.0.1:1234/v1"),
+    Route("sglang", "openai_chat", "SGLang", carriers=frozenset({RC, R}), local=True, auth="none",
+          model_rules=_QWEN_TEMPLATE_KEEP, base_url="http://127.0.0.1:30000/v1"),
+    Route("local", "openai_chat", "Local server (loopback / private network)", providers=("custom-local",),
+          carriers=frozenset({RC, R}), local=True, auth="none", model_rules=_QWEN_TEMPLATE_KEEP),
+    # --- native wires -------------------------------------------------------------------
+    Route("anthropic", "anthropic", "Anthropic Messages", providers=("claude",), hosts=("api.anthropic.com",),
+          blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}), policy="signed",
+          prior_turns="all", auth="x-api-key", base_url="https://api.anthropic.com",
+          key_env=("ANTHROPIC_API_KEY",),
+          model_rules=(ModelRule("claude-3*", prior_turns="loop"),
+                       ModelRule("claude-*-4-[0-4]*", prior_turns="loop"),
+                       ModelRule("claude-sonnet-4-5*", prior_turns="loop"),
+                       ModelRule("claude-haiku-4*", prior_turns="loop"))),
+    Route("anthropic-vertex", "anthropic", "Anthropic on Vertex AI", providers=("vertex-anthropic",),
+          blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}), policy="signed",
+          key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN"),
+          base_url="https://aiplatform.googleapis.com/v1/projects/-/locations/global"),
+    Route("anthropic-foundry", "anthropic", "Anthropic on Azure Foundry", providers=("foundry",),
+          hosts=("services.ai.azure.com",), blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}),
+          policy="signed", auth="x-api-key", key_env=("ANTHROPIC_FOUNDRY_API_KEY", "AZURE_API_KEY")),
+    Route("bedrock", "bedrock", "AWS Bedrock Converse", providers=("aws-bedrock",),
+          hosts=("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"), blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}),
+          policy="unsigned", auth="aws",
+          model_rules=(ModelRule("*claude*", policy="signed"),
+                       ModelRule("*deepseek.r1*", policy="strip"), ModelRule("*deepseek-r1*", policy="strip"),
+                       ModelRule("*kimi-k3*", policy="strip"))),
+    Route("gemini", "gemini", "Google Gemini API", providers=("google", "google-ai-studio"),
+          hosts=("generativelanguage.googleapis.com",), native=frozenset({"thought_signature", "tool_signatures"}),
+          blob_scope="provider", auth="goog-api-key",
+          base_url="https://generativelanguage.googleapis.com/v1beta", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    Route("gemini-vertex", "gemini", "Gemini on Vertex AI", providers=("vertex",), hosts=("aiplatform.googleapis.com",),
+          native=frozenset({"thought_signature", "tool_signatures"}), blob_scope="provider",
+          key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN")),
+    Route("openai-responses", "openai_responses", "OpenAI Responses", providers=("responses", "codex"),
+          blob_kinds=frozenset({"openai.encrypted"}), policy="signed", base_url="https://api.openai.com/v1",
+          key_env=("OPENAI_API_KEY",)),
+    Route("xai-responses", "openai_responses", "xAI Responses", blob_kinds=frozenset({"openai.encrypted"}),
+          policy="signed",
+          base_url="https://api.x.ai/v1", key_env=("XAI_API_KEY",)),
+    # --- fallback for any other host: reasoning_content only ---------------------------
+    Route("generic", "openai_chat", "OpenAI-compatible (unknown host)", providers=("custom", "openai-compatible"),
+          carriers=frozenset({RC})),
+)
+
+_BY_KEY = {r.key: r for r in ROUTES}
+
+
+def route_by_key(key: str) -> Route | None:
+    return _BY_KEY.get(key)

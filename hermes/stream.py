@@ -1,0 +1,275 @@
+"""Stream accumulation: one fold from wire deltas to the stored assistant turn.
+
+Every wire decodes its stream into the small ``Delta`` vocabulary below, and its
+non-streaming parser emits the same deltas for a whole response, so both paths go through
+``Accumulator`` and yield the same ``Response`` (invariant 10). Rules:
+
+* parts keep the order in which their key first appeared (Anthropic block order, chat:
+  reasoning → text → tool calls);
+* readable reasoning and text concatenate; a blob either appends (Anthropic / Bedrock
+  signature deltas) or is replaced whole (Responses ``output_item.done``);
+* ``reasoning_details`` entries merge by ``index`` (else ``id``): ``text`` / ``summary``
+  concatenate, other keys take the latest non-empty value, encrypted entries stay whole;
+* native fields: the latest non-empty signature / opaque blob wins, ``reasoning_text``
+  concatenates;
+* a response without a finish is incomplete: ``result()`` raises ``StreamError`` and
+  nothing half-made can be stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+import orjson
+
+from .errors import StreamError
+from .messages import Message, NativeRecord, Part, Reasoning, RouteKey, Text, ToolCall
+
+__all__ = [
+    "Accumulator",
+    "Delta",
+    "DetailsDelta",
+    "FinishDelta",
+    "NativeDelta",
+    "ReasoningDelta",
+    "Response",
+    "TextDelta",
+    "ToolCallDelta",
+    "UsageDelta",
+    "fold",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    key: str
+    text: str = ""
+    blob: str | None = None
+    blob_kind: str | None = None
+    blob_mode: Literal["append", "replace"] = "append"
+    item_id: str | None = None
+    extra: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DetailsDelta:
+    """``reasoning_details`` entries (OpenRouter format), attached to reasoning part ``key``."""
+
+    entries: tuple[Mapping[str, Any], ...]
+    key: str = "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
+class NativeDelta:
+    """Private native fields, attached to reasoning part ``key``."""
+
+    key: str = "reasoning"
+    thought_signature: str | None = None
+    tool_signature: tuple[str, str] | None = None
+    """(tool-call delta key, signature)."""
+    reasoning_opaque: str | None = None
+    reasoning_text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    key: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    key: str
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageDelta:
+    usage: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FinishDelta:
+    reason: str
+
+
+Delta: TypeAlias = (
+    ReasoningDelta | DetailsDelta | NativeDelta | TextDelta | ToolCallDelta | UsageDelta | FinishDelta
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One parsed assistant turn."""
+
+    message: Message
+    finish_reason: str
+    usage: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _R:
+    text: list[str] = field(default_factory=list)
+    blob: list[str] = field(default_factory=list)
+    blob_kind: str | None = None
+    item_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    details: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    thought_signature: str | None = None
+    tool_sigs: dict[str, str] = field(default_factory=dict)
+    opaque: str | None = None
+    native_text: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _T:
+    id: str | None = None
+    name: str | None = None
+    args: list[str] = field(default_factory=list)
+
+
+_CONCAT = ("text", "summary")
+
+
+class Accumulator:
+    """Fold deltas into one assistant ``Response``; ``snapshot()`` works mid-stream."""
+
+    __slots__ = ("_finish", "_order", "_parts", "_usage", "origin")
+
+    def __init__(self, origin: RouteKey) -> None:
+        self.origin = origin
+        self._order: list[tuple[str, str]] = []
+        self._parts: dict[tuple[str, str], Any] = {}
+        self._usage: dict[str, Any] = {}
+        self._finish: str | None = None
+
+    def _get(self, kind: str, key: str, factory: Any) -> Any:
+        k = (kind, key)
+        part = self._parts.get(k)
+        if part is None:
+            part = self._parts[k] = factory()
+            self._order.append(k)
+        return part
+
+    def feed(self, d: Delta) -> None:
+        match d:
+            case TextDelta():
+                if d.text:
+                    self._get("text", d.key, list).append(d.text)
+            case ReasoningDelta():
+                r: _R = self._get("reasoning", d.key, _R)
+                if d.text:
+                    r.text.append(d.text)
+                if d.blob is not None:
+                    if d.blob_mode == "replace":
+                        r.blob = [d.blob]
+                    else:
+                        r.blob.append(d.blob)
+                    r.blob_kind = d.blob_kind or r.blob_kind
+                if d.item_id:
+                    r.item_id = d.item_id
+                if d.extra:
+                    r.extra.update(d.extra)
+            case DetailsDelta():
+                r = self._get("reasoning", d.key, _R)
+                for pos, entry in enumerate(d.entries):
+                    _merge_detail(r.details, entry, pos)
+            case NativeDelta():
+                r = self._get("reasoning", d.key, _R)
+                if d.thought_signature:
+                    r.thought_signature = d.thought_signature
+                if d.tool_signature and d.tool_signature[1]:
+                    r.tool_sigs[d.tool_signature[0]] = d.tool_signature[1]
+                if d.reasoning_opaque:
+                    r.opaque = d.reasoning_opaque
+                if d.reasoning_text:
+                    r.native_text.append(d.reasoning_text)
+            case ToolCallDelta():
+                t: _T = self._get("tool", d.key, _T)
+                if d.id:
+                    t.id = d.id
+                if d.name:
+                    t.name = d.name
+                if d.arguments:
+                    t.args.append(d.arguments)
+            case UsageDelta():
+                self._usage.update(d.usage)
+            case FinishDelta():
+                self._finish = d.reason
+
+    def feed_all(self, deltas: Iterable[Delta]) -> Accumulator:
+        for d in deltas:
+            self.feed(d)
+        return self
+
+    @property
+    def finished(self) -> bool:
+        return self._finish is not None
+
+    def snapshot(self) -> Message:
+        """The turn as folded so far (may be incomplete)."""
+        tool_ids = {key: (t.id or f"call_{n}") for n, ((kind, key), t) in
+                    enumerate((k, self._parts[k]) for k in self._order) if kind == "tool"}
+        parts: list[Part] = []
+        for k in self._order:
+            kind, key = k
+            v = self._parts[k]
+            if kind == "text":
+                parts.append(Text("".join(v)))
+            elif kind == "tool":
+                if not v.name:
+                    raise StreamError(f"tool call {key!r} arrived without a name")
+                parts.append(ToolCall(tool_ids[key], v.name, "".join(v.args) or "{}"))
+            else:
+                part = self._reasoning(v, tool_ids)
+                if part is not None:
+                    parts.append(part)
+        return Message("assistant", tuple(parts))
+
+    def _reasoning(self, r: _R, tool_ids: Mapping[str, str]) -> Reasoning | None:
+        blob: str | None = "".join(r.blob) if r.blob else None
+        kind = r.blob_kind if blob is not None else None
+        if r.details:
+            blob = orjson.dumps(list(r.details.values())).decode()
+            kind = "openrouter.details"
+        native = NativeRecord(
+            thought_signature=r.thought_signature,
+            tool_signatures=tuple((tool_ids.get(k, k), s) for k, s in r.tool_sigs.items()),
+            reasoning_opaque=r.opaque,
+            reasoning_text="".join(r.native_text) or None,
+        )
+        text = "".join(r.text)
+        if not text and blob is None and not native and not r.item_id:
+            return None
+        return Reasoning(text, self.origin, blob, kind, r.item_id, native or None, dict(r.extra))
+
+    def result(self) -> Response:
+        """The finished turn; raises ``StreamError`` when no finish arrived (truncated)."""
+        if self._finish is None:
+            raise StreamError("response ended before it finished (truncated stream); nothing was stored")
+        return Response(self.snapshot(), self._finish, dict(self._usage))
+
+
+def _merge_detail(details: dict[Any, dict[str, Any]], entry: Mapping[str, Any], pos: int) -> None:
+    if not isinstance(entry, Mapping):
+        raise StreamError(f"reasoning_details entry is not an object: {entry!r:.80}")
+    key = entry.get("index", entry.get("id", f"pos{len(details)}"))
+    cur = details.get(key)
+    if cur is None:
+        details[key] = dict(entry)
+        return
+    for k, v in entry.items():
+        if k in _CONCAT and isinstance(v, str) and isinstance(cur.get(k), str):
+            cur[k] = cur[k] + v
+        elif v not in (None, ""):
+            cur[k] = v
+        else:
+            cur.setdefault(k, v)
+
+
+def fold(origin: RouteKey, deltas: Iterable[Delta]) -> Response:
+    return Accumulator(origin).feed_all(deltas).result()

@@ -1,0 +1,44 @@
+"""Hermetic test setup: a temp HERMES_HOME per test, no provider keys from the environment,
+no network but loopback, and one shared emulator server per session."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_KEY_VARS = [k for k in os.environ if k.endswith(("_API_KEY", "_TOKEN")) or k.startswith(("AWS_", "HERMES_"))]
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> object:
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, str) and self.family in (socket.AF_INET, socket.AF_INET6):
+        if not (host.startswith("127.") or host in ("::1", "localhost")):
+            raise OSError(f"test tried to reach {host!r}: tests touch no network but loopback")
+    return _real_connect(self, address)  # type: ignore[arg-type]
+
+
+socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for var in _KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    home = tmp_path / "hermes-home"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def emulator() -> Iterator[object]:
+    from hermes.emulate import Emulator
+
+    with Emulator() as emu:
+        yield emu
