@@ -1,0 +1,122 @@
+"""The call path: (route, history, tools) → one request → one parsed assistant turn.
+
+resolve → plan_replay → wire.to_wire → transport → wire.decode_event / from_wire → fold.
+Each wire module lives in ``hermes.wire.<wire>`` and provides ``to_wire``, ``from_wire``,
+``decode_event`` and ``endpoint(resolved, stream) -> (url, headers)``; a wire whose SDK owns
+the transport (Bedrock via botocore) provides ``call(...)`` instead of ``endpoint``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from .errors import StreamError
+from .keys import auth_headers, find_key
+from .messages import Message
+from .replay import Learned, ReplayPlan, Settings, plan_replay
+from .resolve import Resolved
+from .stream import Accumulator, Delta, Response
+from .transport import Transport
+from .wire import ToolSpec
+
+__all__ = ["Exchange", "complete", "get_wire", "iter_sse"]
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One request and its parsed answer; ``body`` is exactly what was sent."""
+
+    plan: ReplayPlan
+    body: dict[str, Any]
+    response: Response
+
+
+def get_wire(name: str) -> ModuleType:
+    return importlib.import_module(f"hermes.wire.{name}")
+
+
+def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    """(event, data) pairs from SSE lines; comments and keep-alives are skipped."""
+    event, data = "", []
+    for line in lines:
+        if not line:
+            if data:
+                yield event or "message", "\n".join(data)
+            event, data = "", []
+        elif line.startswith(":"):
+            continue
+        else:
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "event":
+                event = value
+            elif name == "data":
+                data.append(value)
+    if data:
+        yield event or "message", "\n".join(data)
+
+
+def complete(
+    resolved: Resolved,
+    history: Sequence[Message],
+    *,
+    tools: Sequence[ToolSpec] = (),
+    settings: Settings = Settings(),
+    learned: Learned = Learned(),
+    stream: bool = False,
+    api_key: str | None = None,
+    transport: Transport | None = None,
+    on_delta: Callable[[Delta], None] | None = None,
+    body_hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Exchange:
+    """Send one request built from ``history`` to ``resolved`` and fold the answer."""
+    wire = get_wire(resolved.route.wire)
+    plan = plan_replay(history, resolved, learned, settings)
+    body = wire.to_wire(plan, tools=tools, settings=settings, stream=stream)
+    if body_hook is not None:
+        body = body_hook(body)
+    key = find_key(resolved.route, api_key)
+    acc = Accumulator(resolved.key)
+
+    def feed(deltas: Sequence[Delta]) -> None:
+        for d in deltas:
+            acc.feed(d)
+            if on_delta is not None:
+                on_delta(d)
+
+    if hasattr(wire, "call"):
+        wire.call(resolved, body, stream=stream, api_key=key, feed=feed)
+        return Exchange(plan, body, acc.result())
+
+    url, headers = wire.endpoint(resolved, stream=stream)
+    headers = {"content-type": "application/json", **headers, **auth_headers(resolved.route, key)}
+    own = transport is None
+    t = transport or Transport()
+    route = resolved.route.key
+    try:
+        raw = orjson.dumps(body)
+        if stream:
+            with t.stream(url, raw, headers, route=route) as r:
+                for event, data in iter_sse(r.iter_lines()):
+                    feed(wire.decode_event(event, data))
+                    if acc.finished and getattr(wire, "STREAM_ENDS_AT_FINISH", False):
+                        break
+        else:
+            _, content = t.post_json(url, raw, headers, route=route)
+            if not content.strip():
+                raise StreamError(f"{route}: empty response body (HTTP 200); nothing was stored")
+            try:
+                payload = orjson.loads(content)
+            except orjson.JSONDecodeError:
+                raise StreamError(f"{route}: response is not JSON: {content[:120]!r}") from None
+            feed(wire.from_wire(payload))
+    finally:
+        if own:
+            t.close()
+    return Exchange(plan, body, acc.result())

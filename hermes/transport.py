@@ -1,0 +1,140 @@
+"""The one HTTP seam: client construction, retries and error mapping.
+
+* One ``httpx.Client`` per ``Transport``; proxies and TLS come from the environment
+  (``trust_env``); tests may inject ``transport=`` but normally talk real HTTP to the
+  loopback emulators.
+* Retries: 408, 409, 429 and 5xx, and connection failures, with exponential backoff that
+  honours ``retry-after`` (capped). No other 4xx is retried — a 400 is an answer.
+  A stream is retried only before its first byte.
+* Every failure becomes a ``ProviderError`` carrying the status, the provider's error body
+  and the route; ``errors.redact`` keeps keys out of all of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import orjson
+
+from .errors import AuthFailed, ProviderConnectionError, ProviderHTTPError, RateLimited, redact
+
+__all__ = ["RETRY_STATUSES", "Transport", "error_from_response"]
+
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_MAX_RETRY_AFTER = 30.0
+
+
+def _error_text(status: int, body: str) -> str:
+    """The provider's own error message, or a short description of a non-JSON body."""
+    try:
+        data: Any = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        snippet = " ".join(body.split())[:160]
+        return f"non-JSON error body: {snippet!r}" if snippet else "empty error body"
+    msg: Any = data
+    if isinstance(data, Mapping):
+        err = data.get("error", data)
+        if isinstance(err, Mapping):
+            msg = err.get("message", err)
+        elif isinstance(err, str):
+            msg = err
+        if isinstance(msg, Mapping | list):
+            msg = orjson.dumps(msg).decode()
+    return str(msg)[:500]
+
+
+def error_from_response(status: int, body: str, headers: Mapping[str, str], route: str) -> ProviderHTTPError:
+    text = _error_text(status, body)
+    cls: type[ProviderHTTPError] = ProviderHTTPError
+    hint = ""
+    if status in (401, 403):
+        cls, hint = AuthFailed, "check the API key for this provider (--api-key or its environment variable)"
+    elif status == 429:
+        cls, hint = RateLimited, "the provider is rate limiting; wait and retry"
+    return cls(f"{route}: HTTP {status}: {text}", status=status, body=body, route=route,
+               headers=dict(headers), hint=hint)
+
+
+def _retry_after(headers: Mapping[str, str], attempt: int) -> float:
+    raw = headers.get("retry-after")
+    if raw:
+        try:
+            return min(max(float(raw), 0.0), _MAX_RETRY_AFTER)
+        except ValueError:
+            pass
+    return min(0.25 * (2**attempt), 8.0)
+
+
+class Transport:
+    """HTTP client with the retry and error policy above."""
+
+    def __init__(
+        self,
+        *,
+        max_retries: int = 2,
+        timeout: float = 300.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.max_retries = max_retries
+        self.client = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=15.0),
+            transport=transport,
+            trust_env=True,
+            follow_redirects=False,
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, request: httpx.Request, *, route: str, stream: bool) -> httpx.Response:
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                response = self.client.send(request, stream=stream)
+            except httpx.TransportError as e:
+                if last:
+                    raise ProviderConnectionError(
+                        f"{route}: cannot reach {request.url.host}: {redact(str(e)) or type(e).__name__}",
+                        hint="check --base-url and your network/proxy settings",
+                    ) from None
+                time.sleep(min(0.25 * (2**attempt), 4.0))
+                continue
+            if response.status_code < 400:
+                return response
+            body = response.read().decode("utf-8", "replace")
+            response.close()
+            if response.status_code in RETRY_STATUSES and not last:
+                time.sleep(_retry_after(response.headers, attempt))
+                continue
+            raise error_from_response(response.status_code, body, response.headers, route)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def post_json(self, url: str, body: bytes, headers: Mapping[str, str], *, route: str) -> tuple[int, bytes]:
+        """POST and read the whole response; returns (status, raw body)."""
+        request = self.client.build_request("POST", url, content=body, headers=dict(headers))
+        response = self._send(request, route=route, stream=False)
+        return response.status_code, response.content
+
+    @contextmanager
+    def stream(self, url: str, body: bytes, headers: Mapping[str, str], *, route: str) -> Iterator[httpx.Response]:
+        """POST with a streamed response; error statuses raise before the caller reads."""
+        request = self.client.build_request("POST", url, content=body, headers=dict(headers))
+        response = self._send(request, route=route, stream=True)
+        try:
+            yield response
+        except httpx.TransportError as e:
+            from .errors import StreamError
+
+            raise StreamError(f"{route}: stream broke off: {redact(str(e)) or type(e).__name__}") from None
+        finally:
+            response.close()
