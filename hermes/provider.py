@@ -43,7 +43,7 @@ def get_wire(name: str) -> ModuleType:
 
 def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
     """(event, data) pairs from SSE lines; comments and keep-alives are skipped."""
-    event, data = "", []
+    event, data = "", list[str]()
     for line in lines:
         if not line:
             if data:

@@ -290,17 +290,19 @@ def _plan_blocks(index: int, m: Message, target: Resolved, learned: Learned, in_
         if not in_loop and not keep_prior:
             decisions.append(Decision(i, "drop", (), f"turn before the open tool loop; {route.key} "
                                       f"{'strips earlier turns' if policy == 'strip' else 'keeps only loop thinking for this model'}"))
-        elif refusal is None:
+        elif refusal is None and (policy != "unsigned" or in_loop):
             parts.append(p)
             decisions.append(Decision(i, "native", (p.blob_kind or "",), "signed block from this route and model"))
         elif policy == "unsigned" or (policy == "strip" and own):
             if p.text.strip():
                 parts.append(replace(p, blob=None, blob_kind=None, native=None))
-                decisions.append(Decision(i, "text", ("reasoningText",), f"readable text only: {refusal}"))
+                why = refusal or "earlier turn on an unsigned-policy model"
+                decisions.append(Decision(i, "text", ("reasoningText",), f"readable text only: {why}"))
             else:
-                decisions.append(Decision(i, "drop", (), f"no readable text; {refusal}"))
+                decisions.append(Decision(i, "drop", (), f"no readable text; {refusal or 'earlier turn'}"))
         else:
-            decisions.append(Decision(i, "drop", (), refusal if p.blob is not None else f"{route.key} takes only signed reasoning"))
+            decisions.append(Decision(i, "drop", (), (refusal if p.blob is not None else None)
+                                      or f"{route.key} takes only signed reasoning"))
     if not any(isinstance(x, (Text, ToolCall)) and (not isinstance(x, Text) or x.text) for x in parts):
         kept = [d for d in decisions if d.action in ("native", "text")]
         if kept:

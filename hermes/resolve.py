@@ -173,7 +173,7 @@ def _fallback(table: Sequence[Route]) -> Route:
 
 _LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds", "key_env"}
 _BOOL_FIELDS = {"must_echo", "think_tags", "local"}
-_STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope"}
+_STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope", "effort_field"}
 _CHOICES = {
     "wire": WIRES,
     "auth": ("bearer", "x-api-key", "goog-api-key", "aws", "none"),

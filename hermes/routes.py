@@ -185,9 +185,9 @@ ROUTES: tuple[Route, ...] = (
           base_url="https://api.z.ai/api/paas/v4", key_env=("ZAI_API_KEY", "GLM_API_KEY")),
     Route("dashscope", "openai_chat", "Alibaba DashScope", providers=("alibaba", "qwen"),
           hosts=("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"), carriers=frozenset({RC}),
-          model_rules=tuple(ModelRule(p, switches={"preserve_thinking": True})
-                            for p in ("qwen3.6*", "qwen3.7*", "qwen3.8*", "qwen3.9*", "kimi-k2.6*", "kimi-k2.7*"))
-          + (ModelRule("glm-5*", switches={"clear_thinking": False}),),
+          model_rules=(*(ModelRule(p, switches={"preserve_thinking": True})
+                         for p in ("qwen3.6*", "qwen3.7*", "qwen3.8*", "qwen3.9*", "kimi-k2.6*", "kimi-k2.7*")),
+                       ModelRule("glm-5*", switches={"clear_thinking": False})),
           base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1", key_env=("DASHSCOPE_API_KEY",)),
     Route("fireworks", "openai_chat", "Fireworks", hosts=("fireworks.ai",), carriers=frozenset({RC}),
           base_url="https://api.fireworks.ai/inference/v1", key_env=("FIREWORKS_API_KEY",)),

@@ -16,9 +16,9 @@ _real_connect = socket.socket.connect
 
 def _loopback_only(self: socket.socket, address: object) -> object:
     host = address[0] if isinstance(address, tuple) else address
-    if isinstance(host, str) and self.family in (socket.AF_INET, socket.AF_INET6):
-        if not (host.startswith("127.") or host in ("::1", "localhost")):
-            raise OSError(f"test tried to reach {host!r}: tests touch no network but loopback")
+    if (isinstance(host, str) and self.family in (socket.AF_INET, socket.AF_INET6)
+            and not (host.startswith("127.") or host in ("::1", "localhost"))):
+        raise OSError(f"test tried to reach {host!r}: tests touch no network but loopback")
     return _real_connect(self, address)  # type: ignore[arg-type]
 
 

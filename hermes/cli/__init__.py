@@ -1,0 +1,88 @@
+"""The ``hermes`` command: a thin click group whose subcommands load on demand.
+
+Subcommands live in sibling modules and import their heavy dependencies (rich, httpx,
+botocore, the store) only when they run, so ``hermes --help`` starts fast. Every
+``HermesError`` is caught here once and printed as one line (plus a hint) on stderr with a
+non-zero exit; nothing else prints tracebacks at users.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["cli", "main"]
+
+# name -> (module, attribute, one-line help). Kept here so --help needs no imports.
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "chat": ("hermes.cli.chat", "chat", "Talk to a model: one-shot with -q, or an interactive session."),
+    "sessions": ("hermes.cli.sessions", "sessions", "List, show, branch, compress, export or delete sessions."),
+    "replay": ("hermes.cli.replay", "replay", "Dry run: the exact reasoning fields a route would be sent, and why."),
+    "routes": ("hermes.cli.routes", "routes", "The route table: which reasoning fields each provider gets back."),
+    "logs": ("hermes.cli.logs", "logs", "Show (or follow) the request log: which fields went where."),
+    "emulate": ("hermes.cli.emulate", "emulate", "Serve loopback emulators of every provider route."),
+    "demo": ("hermes.cli.demo", "demo", "Offline tour: a multi-route session against the emulators."),
+    "gateway": ("hermes.cli.gateway", "gateway", "Serve Hermes sessions over HTTP."),
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [n for n in _COMMANDS if _available(n)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in _COMMANDS or not _available(name):
+            return None
+        module, attr, _ = _COMMANDS[name]
+        cmd: click.Command = getattr(importlib.import_module(module), attr)
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(n, _COMMANDS[n][2]) for n in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _available(name: str) -> bool:
+    return importlib.util.find_spec(_COMMANDS[name][0]) is not None
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="hermes-replay", prog_name="hermes")
+def cli() -> None:
+    """Hermes — an agent runtime for reasoning models that never loses what the model thought.
+
+    Every request carries the model's earlier reasoning in exactly the form its provider
+    route accepts: `hermes routes` shows the table, `hermes replay` shows one request.
+    Sessions live in $HERMES_HOME/state.db (default ~/.hermes).
+
+    \b
+    Start offline:   hermes demo
+    One question:    hermes chat -q "what is in this repo?" --provider deepseek --model deepseek-v4
+    """
+
+
+def fail(message: str, hint: str = "") -> None:
+    """Print one error line (and a hint) to stderr and exit 1."""
+    click.echo(f"hermes: error: {message}", err=True)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)
+    sys.exit(1)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    from ..errors import HermesError, redact
+
+    try:
+        return cli.main(args=argv, prog_name="hermes", standalone_mode=True)
+    except HermesError as e:
+        fail(str(e), e.hint)
+    except KeyboardInterrupt:
+        click.echo("hermes: interrupted", err=True)
+        sys.exit(130)
+    except OSError as e:
+        fail(redact(f"{type(e).__name__}: {e}"))

@@ -1,0 +1,125 @@
+"""``hermes replay``: a dry run of what the next request to a route would carry, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._common import echo_json, resolve_cli
+
+__all__ = ["plan_report", "replay"]
+
+
+def _describe_part(p: Any) -> dict[str, Any]:
+    from ..messages import Reasoning, part_to_dict
+    from ..replay import blob_hash
+
+    if isinstance(p, Reasoning):
+        d: dict[str, Any] = {"kind": "reasoning", "text_chars": len(p.text)}
+        if p.blob is not None:
+            d.update(blob_kind=p.blob_kind, blob_chars=len(p.blob), blob_sha256=blob_hash(p.blob)[:12])
+        return d
+    return part_to_dict(p)
+
+
+def plan_report(plan: Any) -> dict[str, Any]:
+    """The plan as JSON-able data: per assistant message, exact fields and per-part reasons."""
+    from ..messages import Reasoning
+
+    out = []
+    for m in plan.messages:
+        if m.role != "assistant":
+            continue
+        entry: dict[str, Any] = {"index": m.index, "fields": dict(m.fields)}
+        blocks = [_describe_part(p) for p in m.parts if isinstance(p, Reasoning)]
+        if blocks:
+            entry["reasoning_blocks"] = blocks
+        if m.tool_signatures:
+            entry["tool_signatures"] = {k: f"{len(v)} chars" for k, v in m.tool_signatures.items()}
+        if m.thought_signature:
+            entry["thought_signature"] = f"{len(m.thought_signature)} chars"
+        entry["decisions"] = [
+            {"part": d.part, "action": d.action, "fields": list(d.fields), "reason": d.reason} for d in m.decisions
+        ]
+        out.append(entry)
+    t = plan.target
+    return {
+        "route": t.route.key, "wire": t.route.wire, "host": t.host, "model": t.model,
+        "request_fields": dict(plan.request_fields), "thinking": plan.thinking,
+        "notes": list(plan.notes), "messages": out,
+    }
+
+
+def _load_history(source: str) -> list[Any]:
+    from ..errors import HistoryError
+    from ..messages import load_jsonl
+
+    path = Path(source)
+    if path.exists():
+        try:
+            with path.open("rb") as f:
+                return load_jsonl(f, source=str(path))
+        except OSError as e:
+            raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        from ..store import Store
+    except ImportError:
+        raise HistoryError(f"{source}: no such file") from None
+    return Store().load(source)
+
+
+@click.command()
+@click.argument("source")
+@click.option("--provider", "-p", help="Target provider / route name.")
+@click.option("--model", "-m", required=True, help="Target model id.")
+@click.option("--base-url", "-u", help="Target base URL (decides the route without --provider).")
+@click.option("--effort", help="Reasoning effort to plan with.")
+@click.option("--no-thinking", is_flag=True, help="Plan as if thinking were off.")
+@click.option("--body", "show_body", is_flag=True, help="Print the whole request body the wire would send.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def replay(source: str, provider: str | None, model: str, base_url: str | None, effort: str | None,
+           no_thinking: bool, show_body: bool, as_json: bool) -> None:
+    """Show what the next request to a route would carry from a history, part by part.
+
+    SOURCE is a JSONL history in the documented form (`hermes sessions export` writes one)
+    or a session id. Nothing is sent and nothing is written.
+    """
+    from ..replay import Settings, plan_replay
+
+    history = _load_history(source)
+    target = resolve_cli(provider, base_url, model)
+    settings = Settings(thinking=not no_thinking, effort=effort)
+    plan = plan_replay(history, target, settings=settings)
+    if show_body:
+        from ..provider import get_wire
+
+        echo_json(get_wire(target.route.wire).to_wire(plan, tools=(), settings=settings, stream=False))
+        return
+    report = plan_report(plan)
+    if as_json:
+        echo_json(report)
+        return
+    import orjson
+
+    click.echo(f"route {report['route']} ({report['wire']}) host {report['host']} model {report['model']}")
+    if report["request_fields"]:
+        click.echo(f"request fields: {orjson.dumps(report['request_fields']).decode()}")
+    for note in report["notes"]:
+        click.echo(f"note: {note}")
+    for m in report["messages"]:
+        click.echo(f"\n#{m['index']} assistant")
+        for name, value in m["fields"].items():
+            shown = orjson.dumps(value).decode()
+            click.echo(f"  {name}: {shown if len(shown) <= 100 else shown[:97] + '...'}")
+        for b in m.get("reasoning_blocks", []):
+            click.echo(f"  block: {orjson.dumps(b).decode()}")
+        for call, sig in m.get("tool_signatures", {}).items():
+            click.echo(f"  signature on call {call}: {sig}")
+        if not m["fields"] and not m.get("reasoning_blocks") and not m.get("tool_signatures"):
+            click.echo("  (no reasoning carried)")
+        for d in m["decisions"]:
+            where = "message" if d["part"] is None else f"part {d['part']}"
+            target_fields = f" -> {', '.join(d['fields'])}" if d["fields"] else ""
+            click.echo(f"  {where}: {d['action']}{target_fields}: {d['reason']}")

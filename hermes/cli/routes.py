@@ -1,0 +1,104 @@
+"""``hermes routes``: print the table; ``hermes routes explain``: one resolved row and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..routes import Route
+from ._common import echo_json, resolve_cli, route_table
+
+__all__ = ["routes"]
+
+_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
+
+
+def _carriers(r: Route) -> str:
+    if r.wire != "openai_chat":
+        return f"native ({r.policy})" if r.policy != "fields" else "native"
+    if r.strict:
+        return "none (strict)"
+    names = [_SHORT[c] for c in ("reasoning_content", "reasoning", "reasoning_details") if c in r.carriers]
+    return "+".join(names) if names else "-"
+
+
+def row_dict(r: Route) -> dict[str, Any]:
+    return {
+        "key": r.key, "label": r.label, "wire": r.wire, "providers": list(r.providers),
+        "hosts": list(r.hosts), "paths": list(r.paths), "carriers": sorted(r.carriers),
+        "must_echo": r.must_echo, "switches": dict(r.switches), "native": sorted(r.native),
+        "blob_kinds": sorted(r.blob_kinds), "blob_scope": r.blob_scope, "policy": r.policy,
+        "prior_turns": r.prior_turns, "local": r.local, "base_url": r.base_url,
+        "key_env": list(r.key_env), "model_rules": [
+            {"pattern": m.pattern, "switches": dict(m.switches), "policy": m.policy, "prior_turns": m.prior_turns}
+            for m in r.model_rules],
+        "source": r.source,
+    }
+
+
+@click.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+@click.pass_context
+def routes(ctx: click.Context, as_json: bool) -> None:
+    """The route table: which reasoning fields each provider route is sent back.
+
+    RC = reasoning_content, R = reasoning, RD = reasoning_details. Add or override rows in
+    $HERMES_HOME/routes.toml (see docs/routes.md).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    table = route_table()
+    if as_json:
+        echo_json([row_dict(r) for r in table])
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="Hermes route table", show_lines=False, expand=False)
+    for col in ("route", "wire", "carriers", "must echo", "native", "keep-thinking switches", "hosts"):
+        t.add_column(col, overflow="fold")
+    import orjson
+
+    for r in table:
+        switches = orjson.dumps(dict(r.switches)).decode() if r.switches else ""
+        if r.model_rules and any(m.switches for m in r.model_rules):
+            switches = (switches + " +model rules").strip()
+        hosts = ", ".join(r.hosts) or ("loopback/private" if r.local else "")
+        t.add_row(r.key, r.wire, _carriers(r), "yes" if r.must_echo else "", ", ".join(sorted(r.native)),
+                  switches, hosts)
+    import shutil
+
+    Console(width=max(shutil.get_terminal_size((160, 24)).columns, 120)).print(t)
+
+
+@routes.command()
+@click.option("--provider", "-p", help="Provider / route name (see `hermes routes`).")
+@click.option("--base-url", "-u", help="Base URL; decides the route when --provider is not given.")
+@click.option("--model", "-m", required=True, help="Model id.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def explain(provider: str | None, base_url: str | None, model: str, as_json: bool) -> None:
+    """Show the row a (provider, base URL, model) resolves to, and why."""
+    res = resolve_cli(provider, base_url, model)
+    data = {"route": row_dict(res.route), "base_url": res.base_url, "host": res.host, "model": res.model,
+            "why": list(res.why)}
+    if as_json:
+        echo_json(data)
+        return
+    r = res.route
+    click.echo(f"route      {r.key} ({r.label}), wire {r.wire}")
+    click.echo(f"request to {res.base_url or '(SDK default endpoint)'}  host {res.host}  model {res.model}")
+    click.echo(f"carriers   {_carriers(r)}" + ("  must-echo: tool turns get reasoning_content, ' ' if none" if r.must_echo else ""))
+    if r.native:
+        click.echo(f"native     {', '.join(sorted(r.native))} (private hermes.native_assistant record)")
+    if r.blob_kinds:
+        click.echo(f"blobs      {', '.join(sorted(r.blob_kinds))} from the same {'route and model' if r.blob_scope == 'model' else 'route'} only")
+    if r.wire != "openai_chat":
+        click.echo(f"policy     {r.policy}; earlier turns' reasoning: {'replayed' if r.prior_turns == 'all' else 'open tool loop only'}")
+    if r.switches:
+        import orjson
+
+        click.echo(f"switches   {orjson.dumps(dict(r.switches)).decode()} (sent whenever thinking is on)")
+    click.echo(f"source     {r.source}")
+    for line in res.why:
+        click.echo(f"why        {line}")
