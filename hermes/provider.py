@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .errors import StreamError
+from .errors import ProviderHTTPError, StreamError
 from .keys import auth_headers, find_key
 from .messages import Message
 from .replay import Learned, ReplayPlan, Settings, plan_replay
@@ -90,10 +90,20 @@ def complete(
             if on_delta is not None:
                 on_delta(d)
 
+    try:
+        _send(wire, resolved, body, stream=stream, key=key, transport=transport, feed=feed, acc=acc)
+    except ProviderHTTPError as e:
+        e.sent_body = body  # type: ignore[attr-defined]  # for rejections.classify
+        e.plan = plan  # type: ignore[attr-defined]
+        raise
+    return Exchange(plan, body, acc.result())
+
+
+def _send(wire: ModuleType, resolved: Resolved, body: dict[str, Any], *, stream: bool, key: str | None,
+          transport: Transport | None, feed: Callable[[Sequence[Delta]], None], acc: Accumulator) -> None:
     if hasattr(wire, "call"):
         wire.call(resolved, body, stream=stream, api_key=key, feed=feed)
-        return Exchange(plan, body, acc.result())
-
+        return
     url, headers = wire.endpoint(resolved, stream=stream)
     headers = {"content-type": "application/json", **headers, **auth_headers(resolved.route, key)}
     own = transport is None
@@ -119,4 +129,3 @@ def complete(
     finally:
         if own:
             t.close()
-    return Exchange(plan, body, acc.result())

@@ -223,7 +223,7 @@ def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_lo
         elif p.blob is not None:
             why.append(blob_allowed(p, target, learned) or f"{route.key} takes no {p.blob_kind} on this wire")
         if p.native:
-            owned, refusal = _native_owned(p, target)
+            owned, refusal = _native_owned(p, target, learned)
             if refusal:
                 why.append(refusal)
             for name in owned:
@@ -243,10 +243,14 @@ def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_lo
     return PlannedMessage(index, m.role, others, fields, tool_sigs, None, tuple(decisions))
 
 
-def _native_owned(p: Reasoning, target: Resolved) -> tuple[list[str], str | None]:
+def _native_owned(p: Reasoning, target: Resolved, learned: Learned) -> tuple[list[str], str | None]:
     """Which fields of the part's private record go to ``target``, or why none do."""
     assert p.native is not None
     have = p.native.fields()
+    n = p.native
+    values = [v for v in (n.thought_signature, n.reasoning_opaque, *(s for _, s in n.tool_signatures)) if v]
+    if learned.suppressed and any(blob_hash(v) in learned.suppressed for v in values):
+        return [], "native record suppressed after the route rejected it"
     owned = have & target.route.native
     if not owned:
         return [], f"native record ({', '.join(sorted(have))}) is owned by {p.origin.provider}, not {target.route.key}"
@@ -324,7 +328,7 @@ def _plan_gemini(index: int, m: Message, target: Resolved, learned: Learned, in_
             parts.append(p)
             continue
         if p.native:
-            owned, refusal = _native_owned(p, target)
+            owned, refusal = _native_owned(p, target, learned)
             if owned:
                 n = p.native
                 sigs.update(dict(n.tool_signatures))

@@ -1,0 +1,116 @@
+"""The agent loop: a user message, then model → tools → model … until an answer or a step limit.
+
+Each step — the model's response plus the results of the tools it called (and, on the first
+step, the user message) — is committed to state.db in one transaction, so every step is
+persisted and a crash leaves whole steps only. Every request is rebuilt from the stored
+history, which is what makes ``--resume``, gateway turns and branches replay exactly like a
+live session. A request rejected for a replayed field is retried once without it (see
+``rejections``); nothing else is retried here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ProviderHTTPError
+from .logs import log_event, plan_summary
+from .messages import Message
+from .provider import Exchange, complete
+from .replay import Settings
+from .resolve import Resolved
+from .stream import Delta
+from .tools import Toolbox
+from .transport import Transport
+
+__all__ = ["Agent", "TurnResult"]
+
+Event = Callable[[str, Any], None]
+
+
+@dataclass(slots=True)
+class TurnResult:
+    session_id: str
+    answer: str
+    steps: int
+    stopped: str
+    """``answer`` or ``step_limit``."""
+    messages: list[Message] = field(default_factory=list)
+    learned: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Agent:
+    """Runs user turns against one session in a store."""
+
+    store: Any
+    toolbox: Toolbox
+    settings: Settings = field(default_factory=Settings)
+    stream: bool = True
+    api_key: str | None = None
+    max_steps: int = 12
+    transport: Transport | None = None
+    on_event: Event | None = None
+
+    def _emit(self, kind: str, payload: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, payload)
+
+    def run_turn(self, session_id: str, user_text: str, resolved: Resolved) -> TurnResult:
+        from .rejections import RetryState, learned_for, recover
+
+        history = self.store.load(session_id)
+        pending: list[Message] = [Message.user(user_text)]
+        result = TurnResult(session_id, "", 0, "step_limit")
+        for step in range(self.max_steps):
+            retry = RetryState()
+            while True:
+                learned = learned_for(self.store, session_id, resolved)
+                try:
+                    ex = self._request(session_id, resolved, [*history, *pending], learned, step)
+                    break
+                except ProviderHTTPError as err:
+                    note = recover(self.store, session_id, resolved, err, retry)
+                    if note is None:
+                        raise
+                    result.learned.append(note)
+                    self._emit("learned", note)
+            assistant = ex.response.message
+            results = [self.toolbox.execute(call) for call in assistant.tool_calls]
+            for r in results:
+                self._emit("tool_result", r)
+            step_msgs = [*pending, assistant]
+            if results:
+                step_msgs.append(Message("tool", tuple(results)))
+            self.store.append_turn(session_id, step_msgs, route_key=resolved.key, usage=dict(ex.response.usage))
+            history = [*history, *step_msgs]
+            result.messages.extend(step_msgs)
+            pending = []
+            result.steps = step + 1
+            if not assistant.tool_calls:
+                result.answer, result.stopped = assistant.text, "answer"
+                break
+        return result
+
+    def _request(self, session_id: str, resolved: Resolved, history: list[Message], learned: Any,
+                 step: int) -> Exchange:
+        started = time.monotonic()
+
+        def on_delta(d: Delta) -> None:
+            self._emit("delta", d)
+
+        try:
+            ex = complete(resolved, history, tools=self.toolbox.specs, settings=self.settings, learned=learned,
+                          stream=self.stream, api_key=self.api_key, transport=self.transport, on_delta=on_delta)
+        except ProviderHTTPError as e:
+            log_event("request_failed", session=session_id, route=resolved.route.key, host=resolved.host,
+                      model=resolved.model, status=e.status, error=str(e)[:300], step=step)
+            raise
+        summary = plan_summary(ex.plan)
+        log_event("request", session=session_id, step=step, stream=self.stream,
+                  ms=round((time.monotonic() - started) * 1000, 1), finish=ex.response.finish_reason,
+                  usage=dict(ex.response.usage), **summary)
+        self._emit("request", summary)
+        return ex

@@ -1,0 +1,128 @@
+"""``$HERMES_HOME/config.toml``: defaults a user sets once. Behaviour only — never keys.
+
+```toml
+provider = "deepseek"          # default --provider
+model = "deepseek-v4"          # default --model
+base_url = ""                  # default --base-url
+thinking = true                # request thinking (keep-thinking switches follow it)
+effort = "high"                # default reasoning effort
+stream = true
+max_steps = 12                 # model calls per user turn before stopping
+allow_commands = false         # run_command without asking (REPL asks otherwise)
+context_budget = 0             # tokens; 0 = the route's default
+
+[aliases]                      # hermes chat -m fast  →  provider/model
+fast = { provider = "groq", model = "openai/gpt-oss-20b" }
+
+[gateway]
+token = ""                     # prefer HERMES_GATEWAY_TOKEN
+```
+
+A key-shaped setting (``api_key``, ``token`` outside ``[gateway]``) is refused so secrets stay
+in the environment or on the command line.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .paths import config_path
+
+__all__ = ["Alias", "Config", "load_config"]
+
+
+@dataclass(frozen=True, slots=True)
+class Alias:
+    provider: str | None
+    model: str
+    base_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    thinking: bool = True
+    effort: str | None = None
+    stream: bool = True
+    max_steps: int = 12
+    allow_commands: bool = False
+    context_budget: int = 0
+    aliases: Mapping[str, Alias] = field(default_factory=dict)
+    gateway_token: str | None = None
+    source: str = ""
+
+
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "provider": str, "model": str, "base_url": str, "thinking": bool, "effort": str, "stream": bool,
+    "max_steps": int, "allow_commands": bool, "context_budget": int,
+}
+
+
+def _line_of(src: str, key: str) -> int:
+    for n, line in enumerate(src.splitlines(), 1):
+        if re.match(rf"\s*{re.escape(key)}\s*=", line) or line.strip() == f"[{key}]":
+            return n
+    return 1
+
+
+def load_config(path: Path | None = None) -> Config:
+    """The user's config, or defaults when there is none; errors name file:line."""
+    path = path or config_path()
+    if not path.exists():
+        return Config()
+    try:
+        src = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read: {e}") from None
+    try:
+        data = tomllib.loads(src)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise ConfigError(f"{path}:{m.group(1) if m else 1}: invalid TOML: {e}") from None
+    values: dict[str, Any] = {"source": str(path)}
+    for key, value in data.items():
+        where = f"{path}:{_line_of(src, key)}"
+        if key in ("api_key", "key", "token", "secret"):
+            raise ConfigError(f"{where}: '{key}' does not belong in config.toml",
+                              hint="put keys in the environment or pass --api-key")
+        if key == "aliases":
+            values["aliases"] = _aliases(value, where)
+        elif key == "gateway":
+            if not isinstance(value, Mapping) or set(value) - {"token"}:
+                raise ConfigError(f"{where}: [gateway] takes only 'token'")
+            token = value.get("token")
+            if token is not None and not isinstance(token, str):
+                raise ConfigError(f"{where}: gateway token must be a string")
+            values["gateway_token"] = token or None
+        elif key in _TYPES:
+            want = _TYPES[key]
+            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+                raise ConfigError(f"{where}: '{key}' must be a {getattr(want, '__name__', want)}")
+            if key in ("max_steps",) and value < 1:
+                raise ConfigError(f"{where}: 'max_steps' must be at least 1")
+            values[key] = value or None if want is str else value
+        else:
+            raise ConfigError(f"{where}: unknown setting '{key}'",
+                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway']))}")
+    return Config(**values)
+
+
+def _aliases(value: Any, where: str) -> dict[str, Alias]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: [aliases] must be a table")
+    out = {}
+    for name, spec in value.items():
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("model"), str):
+            raise ConfigError(f"{where}: alias '{name}' needs a 'model' string")
+        if set(spec) - {"provider", "model", "base_url"}:
+            raise ConfigError(f"{where}: alias '{name}' takes provider, model, base_url")
+        out[name] = Alias(spec.get("provider"), spec["model"], spec.get("base_url"))
+    return out

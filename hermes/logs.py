@@ -1,0 +1,112 @@
+"""The request log: one JSON line per request under ``$HERMES_HOME/logs/hermes.log``.
+
+It records which reasoning went where — route, host, model, and per carrier field the number
+of messages, total characters and short hashes of blobs — never reasoning text, blob values or
+keys. Files rotate at 5 MB (3 kept) and are created 0600. ``hermes logs`` reads them back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import logging.handlers
+import os
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import redact
+from .messages import Reasoning
+from .paths import logs_dir
+
+__all__ = ["LOG_NAME", "log_event", "plan_summary", "read_log"]
+
+LOG_NAME = "hermes.log"
+_logger: logging.Logger | None = None
+
+
+def _short(s: str) -> str:
+    return hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+def plan_summary(plan: Any) -> dict[str, Any]:
+    """Which reasoning fields a request carried: names, counts, lengths, blob hashes."""
+    fields: dict[str, dict[str, Any]] = {}
+
+    def add(name: str, chars: int, blob: str | None = None) -> None:
+        f = fields.setdefault(name, {"messages": 0, "chars": 0, "hashes": []})
+        f["messages"] += 1
+        f["chars"] += chars
+        if blob is not None and len(f["hashes"]) < 8:
+            f["hashes"].append(_short(blob))
+
+    pads = 0
+    for m in plan.messages:
+        for name, value in m.fields.items():
+            raw = value if isinstance(value, str) else orjson.dumps(value).decode()
+            add(name, len(raw), raw if name in ("reasoning_details", "reasoning_opaque", "extra_content") else None)
+        for p in m.parts:
+            if isinstance(p, Reasoning):
+                add(f"block:{p.blob_kind or 'text'}", len(p.text) + len(p.blob or ""), p.blob)
+        for sig in m.tool_signatures.values():
+            add("tool_signature", len(sig), sig)
+        if m.thought_signature:
+            add("thought_signature", len(m.thought_signature), m.thought_signature)
+        pads += sum(1 for d in m.decisions if d.action == "pad")
+        dropped = sum(1 for d in m.decisions if d.action == "drop")
+        if dropped:
+            fields.setdefault("dropped_parts", {"messages": 0, "chars": 0, "hashes": []})["messages"] += dropped
+    t = plan.target
+    return {"route": t.route.key, "host": t.host, "model": t.model, "wire": t.route.wire,
+            "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking}
+
+
+def _get_logger() -> logging.Logger:
+    global _logger
+    path = logs_dir() / LOG_NAME
+    if _logger is not None and getattr(_logger, "_hermes_path", None) == path:
+        return _logger
+    logger = logging.getLogger(f"hermes.requests.{path}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    for h in list(logger.handlers):
+        logger.removeHandler(h)
+        h.close()
+    old = os.umask(0o077)
+    try:
+        handler = logging.handlers.RotatingFileHandler(path, maxBytes=5_000_000, backupCount=3, encoding="utf-8")
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    logger._hermes_path = path  # type: ignore[attr-defined]
+    _logger = logger
+    return logger
+
+
+def log_event(event: str, **data: Any) -> None:
+    """Append one JSON line; secrets are scrubbed from every string."""
+    record = {"ts": round(time.time(), 3), "event": event, **data}
+    line = redact(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS, default=str).decode())
+    try:
+        _get_logger().info(line)
+    except OSError:
+        pass  # a read-only HERMES_HOME must not break a turn; the store reports it
+
+
+def read_log(session: str | None = None, path: Path | None = None) -> Iterator[Mapping[str, Any]]:
+    path = path or logs_dir() / LOG_NAME
+    if not path.exists():
+        return
+    with path.open("rb") as f:
+        for line in f:
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if session is None or rec.get("session") == session:
+                yield rec
