@@ -10,15 +10,17 @@ Invariants:
 * **No secrets.** Nothing here takes a key or a header; ``model_config`` and the ledger hold
   learned facts only.
 
-One ``Store`` holds one connection; use one per thread (or per process). Processes sharing
-the file serialize writes through SQLite's lock and ``busy_timeout``, and turns of one
-session through :meth:`Store.acquire_lock`.
+One ``Store`` holds one connection, guarded by a lock so threads (a gateway's worker pool)
+may share it; each call is one unit of work. Processes sharing the file serialize writes
+through SQLite's lock and ``busy_timeout``, and turns of one session through
+:meth:`Store.acquire_lock`.
 """
 
 from __future__ import annotations
 
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,9 +30,9 @@ from typing import Any
 
 import orjson
 
-from .. import paths
 from ..errors import HermesError, StoreError
-from ..messages import Message, RouteKey, dumps
+from ..messages import Message, Part, Role, RouteKey, dumps
+from ..paths import db_path
 from . import ledger
 from .codec import part_from_row, part_to_row
 from .opening import open_db
@@ -79,13 +81,15 @@ class Store:
     """Sessions, their messages, the capability ledger and session locks in one SQLite file."""
 
     def __init__(self, path: Path | None = None, *, timeout_s: float = 10.0) -> None:
-        self.path = Path(path) if path is not None else paths.db_path()
+        self.path = Path(path) if path is not None else db_path()
         self._c = open_db(self.path, timeout_s=timeout_s)
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ plumbing
 
     def close(self) -> None:
-        self._c.close()
+        with self._lock:
+            self._c.close()
 
     def __enter__(self) -> Store:
         return self
@@ -100,23 +104,25 @@ class Store:
         """One IMMEDIATE transaction: the write lock is taken up front, so reads inside it
         (next seq, lock owner) cannot be invalidated by another process before COMMIT."""
         c = self._c
-        try:
-            c.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot {what}: {e} ({self.path})") from None
-        try:
-            yield c
-            c.execute("COMMIT")
-        except BaseException as e:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
-            if isinstance(e, HermesError) or not isinstance(e, Exception):
-                raise
-            raise StoreError(f"cannot {what}: {e} ({self.path})") from e
+        with self._lock:
+            try:
+                c.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as e:
+                raise StoreError(f"cannot {what}: {e} ({self.path})") from None
+            try:
+                yield c
+                c.execute("COMMIT")
+            except BaseException as e:
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+                if isinstance(e, HermesError) or not isinstance(e, Exception):
+                    raise
+                raise StoreError(f"cannot {what}: {e} ({self.path})") from e
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         try:
-            return self._c.execute(sql, args).fetchall()
+            with self._lock:
+                return self._c.execute(sql, args).fetchall()
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {self.path}: {e}") from None
 
@@ -215,7 +221,9 @@ class Store:
         if not self._read("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
             raise self._unknown(session_id)
         out: list[Message] = []
-        seq, role, parts = -1, "", []
+        parts: list[Part] = []
+        role: Role
+        seq, role = -1, "user"
         for mseq, mrole, kind, text, data, blob in self._read(_LOAD_SQL, (session_id,)):
             if mseq != seq:
                 if seq >= 0:
@@ -408,13 +416,15 @@ class Store:
     def capabilities(self, provider: str, host: str, model: str) -> dict[str, Any]:
         """``{kind: value}`` learned for one (provider, host, model)."""
         try:
-            return ledger.lookup(self._c, ledger.norm_key(provider, host, model))
+            with self._lock:
+                return ledger.lookup(self._c, ledger.norm_key(provider, host, model))
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {self.path}: {e}") from None
 
     def list_capabilities(self) -> list[Capability]:
         try:
-            return ledger.list_capabilities(self._c)
+            with self._lock:
+                return ledger.list_capabilities(self._c)
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {self.path}: {e}") from None
 

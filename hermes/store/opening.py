@@ -36,8 +36,10 @@ CREATE TABLE IF NOT EXISTS _migrations (
 def _create(path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        os.close(fd)
+    except OSError as e:
+        raise StoreError(f"cannot create {path}: {e.strerror or e}", hint=_HINT_PERM) from None
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
         pass  # another process created it between our check and open: fine
     except OSError as e:
@@ -87,7 +89,9 @@ def open_db(path: Path, *, timeout_s: float = 10.0) -> sqlite3.Connection:
     if not path.exists():
         _create(path)
     try:
-        c = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None)
+        c = sqlite3.connect(
+            str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False
+        )
     except sqlite3.Error as e:
         raise StoreError(f"cannot open {path}: {e}", hint=_HINT_PERM) from None
     try:
