@@ -1,0 +1,67 @@
+"""Parts <-> rows: the only place that knows how a part's JSON form is split across columns.
+
+A part is stored as its documented JSON form (``hermes.messages.part_to_dict``) cut in three:
+
+* ``kind`` and the readable text (``text`` column) — queryable, and the bulk of the bytes;
+* ``Reasoning.blob`` — moved to the content-addressed ``blobs`` table, referenced by hash;
+* everything else (origin, blob_kind, item_id, native, extra, name, is_error ...) — ``data``.
+
+Loading glues the three back together and goes through ``part_from_dict``, so a stored part
+is rebuilt by the same code that reads a JSONL history; ``dumps`` of the result is byte-equal
+to ``dumps`` of what was appended (orjson keeps the key order of ``extra``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from ..messages import Part, Text, part_from_dict, part_to_dict
+
+__all__ = ["TEXT_KEY", "PartRow", "blob_hash", "part_from_row", "part_to_row"]
+
+TEXT_KEY: dict[str, str] = {
+    "text": "text",
+    "reasoning": "text",
+    "tool_call": "arguments",
+    "tool_result": "content",
+    "compaction": "summary",
+}
+"""Which key of each part kind's JSON form goes to the ``parts.text`` column."""
+
+PartRow = tuple[str, str, str | None, str | None, str | None, str | None]
+"""(kind, text, data JSON or None, blob hash or None, blob or None, blob_kind or None)."""
+
+
+def blob_hash(blob: str) -> str:
+    """Content address of a blob: sha256 hex of its UTF-8 bytes.
+
+    The same function names blobs in the capability ledger (suppressed blob hashes), so a
+    rejection learned for a blob matches the stored row without loading the blob.
+    """
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def part_to_row(part: Part) -> PartRow:
+    """Split one part into column values; raises ``TypeError`` if ``extra`` is not JSON."""
+    d = part_to_dict(part)
+    kind = d.pop("kind")
+    text = d.pop(TEXT_KEY[kind])
+    blob = d.pop("blob", None)
+    blob_kind = d.get("blob_kind")
+    data = orjson.dumps(d).decode() if d else None
+    return kind, text, data, blob_hash(blob) if blob is not None else None, blob, blob_kind
+
+
+def part_from_row(kind: str, text: str, data: str | None, blob: str | None) -> Part:
+    """Rebuild a part from its columns (and its blob's data when it has one)."""
+    if kind == "text" and data is None:
+        return Text(text)  # the common case, no JSON work
+    d: dict[str, Any] = orjson.loads(data) if data else {}
+    d["kind"] = kind
+    d[TEXT_KEY[kind]] = text
+    if blob is not None:
+        d["blob"] = blob
+    return part_from_dict(d)

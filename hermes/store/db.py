@@ -1,0 +1,468 @@
+"""``Store``: the SQLite implementation of the session store (``$HERMES_HOME/state.db``).
+
+Invariants:
+
+* **Whole turns only.** ``append_turn`` writes a turn's messages, parts and blobs in one
+  ``BEGIN IMMEDIATE`` transaction; any exception rolls it back, and a killed process leaves
+  the last committed turn (WAL). Readers never see half a turn.
+* **Byte-exact.** ``dumps`` of every loaded message equals ``dumps`` of the appended one.
+* **Bounded reads.** ``load`` is two statements whatever the history length.
+* **No secrets.** Nothing here takes a key or a header; ``model_config`` and the ledger hold
+  learned facts only.
+
+One ``Store`` holds one connection, guarded by a lock so threads (a gateway's worker pool)
+may share it; each call is one unit of work. Processes sharing the file serialize writes
+through SQLite's lock and ``busy_timeout``, and turns of one session through
+:meth:`Store.acquire_lock`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import orjson
+
+from ..errors import HermesError, StoreError
+from ..messages import Message, Part, Role, RouteKey, dumps
+from ..paths import db_path
+from . import ledger
+from .codec import part_from_row, part_to_row
+from .opening import open_db
+from .records import Capability, SessionInfo
+
+__all__ = ["Store"]
+
+_HINT_LIST = "list sessions with `hermes sessions list`"
+_INFO_SQL = (
+    "SELECT s.id, s.created, s.updated, s.title, s.provider, s.model, s.base_url, s.parent_id,"
+    " s.branch_of_seq,"
+    " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id),"
+    " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)"
+    " FROM sessions s"
+)
+_LOAD_SQL = (
+    "SELECT m.seq, m.role, p.kind, p.text, p.data, b.data"
+    " FROM messages m"
+    " LEFT JOIN parts p ON p.session_id = m.session_id AND p.seq = m.seq"
+    " LEFT JOIN blobs b ON b.hash = p.blob_hash"
+    " WHERE m.session_id = ? ORDER BY m.seq, p.position"
+)
+
+
+def _json(value: Any, what: str) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError as e:
+        raise StoreError(f"{what} is not JSON-serialisable: {e}") from None
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396 JSON merge patch: objects merge recursively, ``None`` deletes a key."""
+    if not isinstance(patch, Mapping):
+        return patch
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+class Store:
+    """Sessions, their messages, the capability ledger and session locks in one SQLite file."""
+
+    def __init__(self, path: Path | None = None, *, timeout_s: float = 10.0) -> None:
+        self.path = Path(path) if path is not None else db_path()
+        self._c = open_db(self.path, timeout_s=timeout_s)
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def close(self) -> None:
+        with self._lock:
+            self._c.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self, what: str) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: the write lock is taken up front, so reads inside it
+        (next seq, lock owner) cannot be invalidated by another process before COMMIT."""
+        c = self._c
+        with self._lock:
+            try:
+                c.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as e:
+                raise StoreError(f"cannot {what}: {e} ({self.path})") from None
+            try:
+                yield c
+                c.execute("COMMIT")
+            except BaseException as e:
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+                if isinstance(e, HermesError) or not isinstance(e, Exception):
+                    raise
+                raise StoreError(f"cannot {what}: {e} ({self.path})") from e
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        try:
+            with self._lock:
+                return self._c.execute(sql, args).fetchall()
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot read {self.path}: {e}") from None
+
+    @staticmethod
+    def _unknown(session_id: str) -> StoreError:
+        return StoreError(f"unknown session {session_id!r}", hint=_HINT_LIST)
+
+    def _require(self, c: sqlite3.Connection, session_id: str) -> None:
+        if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            raise self._unknown(session_id)
+
+    # ------------------------------------------------------------------ sessions
+
+    def create_session(
+        self,
+        *,
+        provider: str,
+        model: str,
+        base_url: str = "",
+        title: str = "",
+        model_config: Mapping[str, Any] | None = None,
+    ) -> str:
+        """A new empty session; the id is 12 random hex chars (short enough to type)."""
+        config = _json(dict(model_config or {}), "model_config")
+        now = time.time()
+        with self._write("create a session") as c:
+            while True:
+                sid = secrets.token_hex(6)
+                if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
+                    break
+            c.execute(
+                "INSERT INTO sessions (id, created, updated, title, provider, model, base_url,"
+                " model_config) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (sid, now, now, title, provider, model, base_url, config),
+            )
+        return sid
+
+    def get_session(self, ref: str) -> SessionInfo:
+        """The session ``ref`` names: an exact id or a unique prefix of one (as users type it)."""
+        rows = self._read(_INFO_SQL + " WHERE s.id = ?", (ref,))
+        if not rows and ref:
+            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self._read(_INFO_SQL + " WHERE s.id LIKE ? ESCAPE '\\' LIMIT 6", (pattern,))
+            if len(rows) > 1:
+                ids = ", ".join(r[0] for r in rows[:5])
+                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=_HINT_LIST)
+        if not rows:
+            raise self._unknown(ref)
+        return SessionInfo(*rows[0])
+
+    def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
+        """Most recently updated first."""
+        rows = self._read(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?", (limit,))
+        return [SessionInfo(*r) for r in rows]
+
+    def latest_session(self) -> SessionInfo | None:
+        """The session ``--continue`` resumes; ``None`` when there is none."""
+        found = self.list_sessions(1)
+        return found[0] if found else None
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        """Rename, or record that the session now talks to another provider/model."""
+        fields = {"title": title, "provider": provider, "model": model, "base_url": base_url}
+        sets = {k: v for k, v in fields.items() if v is not None}
+        with self._write("update a session") as c:
+            self._require(c, session_id)
+            cols = "".join(f"{k} = ?, " for k in sets)
+            c.execute(
+                f"UPDATE sessions SET {cols}updated = ? WHERE id = ?",
+                (*sets.values(), time.time(), session_id),
+            )
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session with its turns, messages and parts; blobs no other session
+        references go too (content-addressed, so a branch keeps the ones it shares)."""
+        with self._write("delete a session") as c:
+            self._require(c, session_id)
+            c.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            c.execute(
+                "DELETE FROM blobs WHERE NOT EXISTS"
+                " (SELECT 1 FROM parts p WHERE p.blob_hash = blobs.hash)"
+            )
+
+    # ------------------------------------------------------------------ history
+
+    def load(self, session_id: str) -> list[Message]:
+        """The whole history, in order: one existence check plus one joined query."""
+        if not self._read("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
+            raise self._unknown(session_id)
+        out: list[Message] = []
+        parts: list[Part] = []
+        role: Role
+        seq, role = -1, "user"
+        for mseq, mrole, kind, text, data, blob in self._read(_LOAD_SQL, (session_id,)):
+            if mseq != seq:
+                if seq >= 0:
+                    out.append(Message(role, tuple(parts)))
+                seq, role, parts = mseq, mrole, []
+            if kind is not None:
+                parts.append(part_from_row(kind, text, data, blob))
+        if seq >= 0:
+            out.append(Message(role, tuple(parts)))
+        return out
+
+    def append_turn(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        route_key: RouteKey | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Append one turn's messages atomically; returns the turn number (1, 2, ...).
+
+        Everything — serialising parts included — happens inside the transaction, so any
+        failure (a part that is not JSON, a constraint, a kill) leaves no trace of the turn.
+        """
+        if not messages:
+            raise StoreError("a turn needs at least one message")
+        with self._write("append a turn") as c:
+            row = c.execute(
+                "SELECT (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?),"
+                " (SELECT COALESCE(MAX(id), 0) + 1 FROM turns WHERE session_id = ?),"
+                " EXISTS (SELECT 1 FROM sessions WHERE id = ?)",
+                (session_id, session_id, session_id),
+            ).fetchone()
+            first, turn, exists = row
+            if not exists:
+                raise self._unknown(session_id)
+            now = time.time()
+            rk = None
+            if route_key is not None:
+                rk = _json(
+                    {"provider": route_key.provider, "host": route_key.host,
+                     "model": route_key.model, "wire": route_key.wire},
+                    "route_key",
+                )
+            c.execute(
+                "INSERT INTO turns (session_id, id, first_seq, last_seq, route_key, usage, created)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, turn, first, first + len(messages) - 1, rk,
+                 None if usage is None else _json(dict(usage), "usage"), now),
+            )
+            for i, m in enumerate(messages):
+                self._insert_message(c, session_id, first + i, turn, m, now)
+            c.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
+        return int(turn)
+
+    @staticmethod
+    def _insert_message(
+        c: sqlite3.Connection, sid: str, seq: int, turn: int, m: Message, now: float
+    ) -> None:
+        c.execute(
+            "INSERT INTO messages (session_id, seq, turn_id, role, created) VALUES (?, ?, ?, ?, ?)",
+            (sid, seq, turn, m.role, now),
+        )
+        rows = []
+        blobs = []
+        for pos, part in enumerate(m.parts):
+            kind, text, data, bhash, blob, blob_kind = part_to_row(part)
+            if bhash is not None:
+                blobs.append((bhash, blob, blob_kind))
+            rows.append((sid, seq, pos, kind, text, data, bhash))
+        if blobs:
+            c.executemany("INSERT OR IGNORE INTO blobs (hash, data, kind) VALUES (?, ?, ?)", blobs)
+        if rows:
+            c.executemany(
+                "INSERT INTO parts (session_id, seq, position, kind, text, data, blob_hash)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def branch(self, session_id: str, *, upto_seq: int | None = None, title: str = "") -> str:
+        """A new session holding the parent's messages ``seq <= upto_seq`` (all by default).
+
+        Rows are copied (so the branch survives its parent's deletion) but blobs are shared
+        by hash, never copied. ``model_config`` — learned rejections — comes along, so the
+        branch does not pay the same 400 again.
+        """
+        with self._write("branch a session") as c:
+            parent = c.execute(
+                "SELECT title, provider, model, base_url, model_config,"
+                " (SELECT MAX(seq) FROM messages WHERE session_id = ?) FROM sessions WHERE id = ?",
+                (session_id, session_id),
+            ).fetchone()
+            if parent is None:
+                raise self._unknown(session_id)
+            p_title, provider, model, base_url, config, last = parent
+            upto = last if upto_seq is None else upto_seq
+            if upto_seq is not None and (last is None or not 0 <= upto_seq <= last):
+                raise StoreError(
+                    f"session {session_id!r} has no message seq {upto_seq}"
+                    f" (last seq is {last if last is not None else 'none: it is empty'})"
+                )
+            while True:
+                sid = secrets.token_hex(6)
+                if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
+                    break
+            now = time.time()
+            c.execute(
+                "INSERT INTO sessions (id, created, updated, title, provider, model, base_url,"
+                " parent_id, branch_of_seq, model_config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (sid, now, now, title or p_title, provider, model, base_url, session_id, upto, config),
+            )
+            if upto is not None:
+                args = (sid, session_id, upto)
+                c.execute(
+                    "INSERT INTO turns (session_id, id, first_seq, last_seq, route_key, usage, created)"
+                    " SELECT ?1, id, first_seq, MIN(last_seq, ?3), route_key, usage, created"
+                    " FROM turns WHERE session_id = ?2 AND first_seq <= ?3",
+                    args,
+                )
+                c.execute(
+                    "INSERT INTO messages (session_id, seq, turn_id, role, created)"
+                    " SELECT ?1, seq, turn_id, role, created FROM messages"
+                    " WHERE session_id = ?2 AND seq <= ?3",
+                    args,
+                )
+                c.execute(
+                    "INSERT INTO parts (session_id, seq, position, kind, text, data, blob_hash)"
+                    " SELECT ?1, seq, position, kind, text, data, blob_hash FROM parts"
+                    " WHERE session_id = ?2 AND seq <= ?3",
+                    args,
+                )
+        return sid
+
+    def export_jsonl(self, session_id: str) -> Iterator[bytes]:
+        """The history as JSONL lines (``messages.dumps`` + newline): exactly what
+        ``hermes.messages.load_jsonl`` / ``hermes replay FILE`` read back. Loads eagerly so
+        an unknown session fails here, not mid-write."""
+        history = self.load(session_id)
+        return (dumps(m) + b"\n" for m in history)
+
+    # ------------------------------------------------------------------ per-session config
+
+    def model_config(self, session_id: str) -> dict[str, Any]:
+        """Learned per-session facts (e.g. ``reasoning_rejected_carriers``)."""
+        rows = self._read("SELECT model_config FROM sessions WHERE id = ?", (session_id,))
+        if not rows:
+            raise self._unknown(session_id)
+        value: dict[str, Any] = orjson.loads(rows[0][0])
+        return value
+
+    def patch_model_config(self, session_id: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``patch`` (RFC 7396: ``None`` deletes) atomically; returns the new config.
+
+        Read-modify-write under the write lock, so two processes learning different facts
+        for one session both keep theirs.
+        """
+        _json(dict(patch), "model_config patch")
+        with self._write("update model_config") as c:
+            row = c.execute("SELECT model_config FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise self._unknown(session_id)
+            merged = merge_patch(orjson.loads(row[0]), patch)
+            c.execute(
+                "UPDATE sessions SET model_config = ?, updated = ? WHERE id = ?",
+                (_json(merged, "model_config"), time.time(), session_id),
+            )
+        return dict(merged)
+
+    # ------------------------------------------------------------------ capability ledger
+
+    def learn(
+        self,
+        provider: str,
+        host: str,
+        model: str,
+        kind: str,
+        value: Any,
+        evidence: Mapping[str, Any],
+    ) -> bool:
+        """Record a learned fact; True if it is new (list/set values grow as sets).
+
+        False means "already known": the caller must not retry on it (no loops).
+        """
+        key = ledger.norm_key(provider, host, model)
+        _json(ledger.merge_value(None, value), "capability value")
+        _json(dict(evidence), "capability evidence")
+        with self._write("record a capability") as c:
+            return ledger.learn(c, key, kind, value, evidence, time.time())
+
+    def capabilities(self, provider: str, host: str, model: str) -> dict[str, Any]:
+        """``{kind: value}`` learned for one (provider, host, model)."""
+        try:
+            with self._lock:
+                return ledger.lookup(self._c, ledger.norm_key(provider, host, model))
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot read {self.path}: {e}") from None
+
+    def list_capabilities(self) -> list[Capability]:
+        try:
+            with self._lock:
+                return ledger.list_capabilities(self._c)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot read {self.path}: {e}") from None
+
+    def forget(
+        self, provider: str | None = None, host: str | None = None, model: str | None = None
+    ) -> int:
+        """Drop learned facts (``None`` = any); returns how many rows went."""
+        with self._write("forget capabilities") as c:
+            return ledger.forget(c, provider, host, model)
+
+    # ------------------------------------------------------------------ session locks
+
+    def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
+        """Take (or renew) the per-session turn lock for ``ttl_s`` seconds.
+
+        True if ``owner`` now holds it; False if another owner holds an unexpired lock.
+        An expired lock is stolen — a crashed gateway worker cannot wedge a session.
+        """
+        with self._write("lock a session") as c:
+            self._require(c, session_id)
+            now = time.time()
+            row = c.execute(
+                "SELECT owner, expires FROM session_locks WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is not None and row[0] != owner and row[1] > now:
+                return False
+            c.execute(
+                "INSERT INTO session_locks (session_id, owner, expires) VALUES (?, ?, ?)"
+                " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
+                " expires = excluded.expires",
+                (session_id, owner, now + ttl_s),
+            )
+            return True
+
+    def release_lock(self, session_id: str, owner: str) -> bool:
+        """Release the lock if ``owner`` holds it; True if a lock was released."""
+        with self._write("unlock a session") as c:
+            cur = c.execute(
+                "DELETE FROM session_locks WHERE session_id = ? AND owner = ?", (session_id, owner)
+            )
+            return cur.rowcount > 0
