@@ -154,7 +154,7 @@ def _validate_content(item: Mapping[str, Any], n: int) -> None:
     if not isinstance(content, list):
         raise _missing(f"input[{n}].content")
     for m, c in enumerate(content):
-        allowed = CONTENT_KEYS.get(c.get("type") if isinstance(c, Mapping) else "")
+        allowed = CONTENT_KEYS.get(str(c.get("type")) if isinstance(c, Mapping) else "")
         if allowed is None:
             raise _Bad(f"Invalid value: {c.get('type') if isinstance(c, Mapping) else c!r}.",
                        param=f"input[{n}].content[{m}].type", code="invalid_value")

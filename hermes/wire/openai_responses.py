@@ -39,6 +39,7 @@ BLOB_KIND = "openai.encrypted"
 SEPARATOR = "\n\n"
 """Between summary parts (or raw reasoning parts) of one reasoning item."""
 COMPACTION_PREFIX = "Summary of the conversation so far:\n"
+_DEFAULT_SETTINGS = Settings()
 
 
 def endpoint(resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]:
@@ -54,7 +55,7 @@ def to_wire(
     plan: ReplayPlan,
     *,
     tools: Sequence[ToolSpec] = (),
-    settings: Settings = Settings(),
+    settings: Settings = _DEFAULT_SETTINGS,
     stream: bool = False,
 ) -> dict[str, Any]:
     """The request body for ``plan``: input items in the stored order, nothing re-decided."""
