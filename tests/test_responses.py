@@ -19,7 +19,7 @@ from hermes import provider
 from hermes.emulate.openai_responses import partial_blob, stream_events
 from hermes.errors import ProviderHTTPError, StreamError, UnsupportedPart
 from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
-from hermes.replay import PlannedMessage, ReplayPlan
+from hermes.replay import PlannedMessage, ReplayPlan, Settings, plan_replay
 from hermes.resolve import resolve
 from hermes.stream import fold
 from hermes.wire import ToolSpec
@@ -269,6 +269,21 @@ def test_to_wire_never_sends_reasoning_without_its_follower() -> None:
     assert wire.endpoint(resolved, stream=True)[0] == "https://api.openai.com/v1/responses"
 
 
+def test_to_wire_effort_and_thinking_off() -> None:
+    resolved = resolve("openai-responses", "https://api.openai.com/v1", "gpt-5")
+    history = [Message.system("be brief"), Message.user("hi")]
+    on = wire.to_wire(plan_replay(history, resolved, settings=Settings(effort="low")), tools=TOOLS,
+                      settings=Settings(effort="low"), stream=True)
+    assert on["reasoning"] == {"effort": "low", "summary": "auto"}
+    assert on["input"] == [{"role": "system", "content": [{"type": "input_text", "text": "be brief"}]},
+                           {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
+    assert on["tools"] == [{"type": "function", "name": "list_files", "description": "List files in a directory",
+                            "parameters": dict(TOOLS[0].parameters)}]
+    off = wire.to_wire(plan_replay(history, resolved, settings=Settings(thinking=False)),
+                       settings=Settings(thinking=False))
+    assert "reasoning" not in off and "include" not in off and off["store"] is False
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -292,10 +307,21 @@ def test_broken_bodies_raise_stream_error(emulator: Any, fault: str) -> None:
 @pytest.mark.parametrize("fault", ["500", "429"])
 def test_transient_faults_are_retried(emulator: Any, fault: str) -> None:
     name = "xai-responses"
+    start = len(emulator.requests(name))
     emulator.state.set_control(name, fault=fault)
     ex = provider.complete(resolve(name, emulator.url(name), "grok-4"), [Message.user("hi")], stream=True,
                            api_key=KEY)
     assert ex.response.finish_reason == "stop"
+    assert len(emulator.requests(name)) - start == 2  # the fault, then the retry
+
+
+def test_slow_stream_still_folds(emulator: Any) -> None:
+    name = "xai-responses"
+    emulator.state.set_control(name, fault="slow")
+    seen: list[Any] = []
+    ex = provider.complete(resolve(name, emulator.url(name), "grok-4"), [Message.user("hi")], stream=True,
+                           api_key=KEY, on_delta=seen.append)
+    assert ex.response.message.text.startswith("Done (grok-4)") and len(seen) > 5
 
 
 def test_decode_event_errors() -> None:
