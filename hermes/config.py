@@ -106,7 +106,7 @@ def load_config(path: Path | None = None) -> Config:
             want = _TYPES[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
                 raise ConfigError(f"{where}: '{key}' must be a {getattr(want, '__name__', want)}")
-            if key == "max_steps" and int(value) < 1:
+            if key == "max_steps" and isinstance(value, int) and value < 1:
                 raise ConfigError(f"{where}: 'max_steps' must be at least 1")
             values[key] = value or None if want is str else value
         else:

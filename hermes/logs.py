@@ -7,6 +7,7 @@ keys. Files rotate at 5 MB (3 kept) and are created 0600. ``hermes logs`` reads 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import logging.handlers
@@ -92,10 +93,8 @@ def log_event(event: str, **data: Any) -> None:
     """Append one JSON line; secrets are scrubbed from every string."""
     record = {"ts": round(time.time(), 3), "event": event, **data}
     line = redact(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS, default=str).decode())
-    try:
+    with contextlib.suppress(OSError):  # a read-only HERMES_HOME must not break a turn
         _get_logger().info(line)
-    except OSError:
-        pass  # a read-only HERMES_HOME must not break a turn; the store reports it
 
 
 def read_log(session: str | None = None, path: Path | None = None) -> Iterator[Mapping[str, Any]]:
