@@ -1,0 +1,135 @@
+"""``hermes chat``: one-shot (``-q``) or an interactive REPL over a stored session."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["chat"]
+
+
+class _Printer:
+    """Streams a turn to the terminal: reasoning dimmed on stderr, answer text on stdout."""
+
+    def __init__(self, *, quiet: bool, show_reasoning: bool) -> None:
+        self.quiet = quiet
+        self.show_reasoning = show_reasoning
+        self.in_reasoning = False
+        self.wrote_text = False
+
+    def __call__(self, kind: str, payload: Any) -> None:
+        from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
+
+        if self.quiet:
+            if kind == "learned":
+                click.echo(f"hermes: {payload}", err=True)
+            return
+        if kind == "delta":
+            if isinstance(payload, ReasoningDelta) and payload.text and self.show_reasoning:
+                if not self.in_reasoning:
+                    click.secho("thinking: ", err=True, dim=True, nl=False)
+                    self.in_reasoning = True
+                click.secho(payload.text, err=True, dim=True, nl=False)
+            elif isinstance(payload, TextDelta) and payload.text:
+                self._end_reasoning()
+                click.echo(payload.text, nl=False)
+                self.wrote_text = True
+            elif isinstance(payload, ToolCallDelta) and payload.name:
+                self._end_reasoning()
+                click.secho(f"→ {payload.name}", err=True, fg="cyan")
+        elif kind == "tool_result":
+            status = "error" if payload.is_error else f"{len(payload.content)} chars"
+            click.secho(f"  ← {payload.name or payload.call_id}: {status}", err=True, fg="cyan")
+        elif kind == "learned":
+            click.secho(f"hermes: {payload}", err=True, fg="yellow")
+
+    def _end_reasoning(self) -> None:
+        if self.in_reasoning:
+            click.echo("", err=True)
+            self.in_reasoning = False
+
+    def end_turn(self, answer: str) -> None:
+        self._end_reasoning()
+        if not self.quiet:
+            if not self.wrote_text and answer:
+                click.echo(answer, nl=False)
+            click.echo("")
+        self.wrote_text = False
+
+
+def _confirm(command: str) -> bool:
+    return click.confirm(f"Run command: {command!r}?", default=False, err=True)
+
+
+@click.command()
+@click.option("-q", "--query", help="Run one user turn to completion (tool loop included) and exit.")
+@click.option("--provider", "-p", help="Provider / route (see `hermes routes`).")
+@click.option("--model", "-m", help="Model id, or an alias from config.toml.")
+@click.option("--base-url", "-u", help="Base URL (changes the host, not the route named by --provider).")
+@click.option("--api-key", help="API key (else the provider's variable, else HERMES_API_KEY).")
+@click.option("--resume", "-r", "resume", metavar="ID", help="Continue a stored session.")
+@click.option("--continue", "-c", "cont", is_flag=True, help="Continue the most recent session.")
+@click.option("--stream/--no-stream", default=None, help="Stream the response (default from config: on).")
+@click.option("--json", "as_json", is_flag=True, help="With -q: print one JSON object (session_id, answer, ...).")
+@click.option("--effort", help="Reasoning effort (route-specific: low, medium, high, ...).")
+@click.option("--no-thinking", is_flag=True, help="Do not request thinking (switches are not sent).")
+@click.option("--allow-commands", is_flag=True, help="Let the model run shell commands without asking.")
+@click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default 12).")
+@click.option("--show-reasoning/--hide-reasoning", default=True, help="Print the model's reasoning as it streams.")
+@click.option("--title", default="", help="Title for a new session.")
+def chat(query: str | None, provider: str | None, model: str | None, base_url: str | None, api_key: str | None,
+         resume: str | None, cont: bool, stream: bool | None, as_json: bool, effort: str | None,
+         no_thinking: bool, allow_commands: bool, max_steps: int | None, show_reasoning: bool, title: str) -> None:
+    """Talk to a model. Every request replays the model's earlier reasoning as its route takes it.
+
+    \b
+    hermes chat -q "summarise README.md" -p deepseek -m deepseek-v4
+    hermes chat --resume 3f2a9c01bd7e           # continue a session in a new process
+    hermes chat -c -p openrouter -m anthropic/claude-sonnet-4.5   # switch provider, keep going
+
+    In the REPL: /branch, /compress, /model [PROVIDER:]MODEL, /sessions, /help, /quit.
+    Ctrl-C cancels the running turn (nothing half-done is stored); Ctrl-D quits.
+    """
+    from ..agent import Agent
+    from ..config import load_config
+    from ..keys import find_key
+    from ..replay import Settings
+    from ..runtime import open_session
+    from ..store import Store
+    from ..tools import ToolContext, load_toolbox
+
+    if resume and cont:
+        raise click.UsageError("use --resume ID or --continue, not both")
+    if as_json and not query:
+        raise click.UsageError("--json needs -q")
+    config = load_config()
+    store = Store()
+    sid, resolved = open_session(store, config, resume=resume, cont=cont, provider=provider, model=model,
+                                 base_url=base_url, title=title or (query or "")[:60])
+    key = find_key(resolved.route, api_key)
+    interactive = query is None
+    ctx = ToolContext(allow_commands=allow_commands or config.allow_commands,
+                      confirm=_confirm if interactive and sys.stdin.isatty() else None)
+    printer = _Printer(quiet=as_json, show_reasoning=show_reasoning)
+    agent = Agent(store, load_toolbox(ctx), Settings(thinking=not no_thinking and config.thinking,
+                                                     effort=effort or config.effort),
+                  stream=config.stream if stream is None else stream, api_key=key,
+                  max_steps=max_steps or config.max_steps, on_event=printer)
+    if query is not None:
+        result = agent.run_turn(sid, query, resolved)
+        printer.end_turn(result.answer)
+        if as_json:
+            from ._common import echo_json
+
+            echo_json({"session_id": sid, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
+                       "route": resolved.route.key, "model": resolved.model, "learned": result.learned})
+        elif result.stopped != "answer":
+            click.echo(f"hermes: stopped after {result.steps} steps without an answer (--max-steps)", err=True)
+        if not as_json:
+            click.echo(f"session {sid}", err=True)
+        return
+    from .repl import run_repl
+
+    run_repl(store, agent, sid, resolved, config, printer)

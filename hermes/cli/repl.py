@@ -1,0 +1,100 @@
+"""The interactive loop behind ``hermes chat``: prompt_toolkit on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+
+from ..errors import HermesError
+
+__all__ = ["run_repl"]
+
+HELP = """/branch [TITLE]          fork this session here and continue on the branch
+/compress                summarise older turns into a checkpoint (reasoning of kept turns stays)
+/model [PROVIDER:]MODEL  switch model (and provider) for the next turns
+/sessions                list recent sessions
+/help                    this help
+/quit                    leave (Ctrl-D too); Ctrl-C cancels a running turn"""
+
+
+def _lines() -> Iterator[str]:
+    """User inputs: prompt_toolkit with history and Alt-Enter for newlines, or stdin lines."""
+    if not sys.stdin.isatty():
+        for line in sys.stdin:
+            yield line.rstrip("\n")
+        return
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings
+
+    from ..paths import user_dir
+
+    kb = KeyBindings()
+
+    @kb.add("escape", "enter")
+    def _(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    session: Any = PromptSession(history=FileHistory(str(user_dir() / "repl_history")), key_bindings=kb)
+    while True:
+        try:
+            yield session.prompt("you> ")
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            return
+
+
+def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, printer: Callable[..., Any]) -> None:
+    from ..runtime import choose_route
+
+    click.echo(f"session {sid} · {resolved.route.key} · {resolved.model}  (/help for commands)", err=True)
+    for line in _lines():
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("/"):
+            cmd, _, arg = text.partition(" ")
+            arg = arg.strip()
+            try:
+                if cmd in ("/quit", "/exit"):
+                    return
+                if cmd == "/help":
+                    click.echo(HELP, err=True)
+                elif cmd == "/branch":
+                    sid = store.branch(sid, title=arg)
+                    click.echo(f"on branch {sid} (reasoning and learned rejections carried over)", err=True)
+                elif cmd == "/compress":
+                    from ..compaction import compress_session
+
+                    click.echo(compress_session(store, sid, resolved, api_key=agent.api_key), err=True)
+                elif cmd == "/model":
+                    provider, _, model = arg.rpartition(":") if ":" in arg else ("", "", arg)
+                    if not model:
+                        click.echo(f"current: {resolved.route.key}:{resolved.model}", err=True)
+                        continue
+                    resolved = choose_route(config, provider=provider or resolved.route.key, model=model,
+                                            base_url=None)
+                    store.update_session(sid, provider=resolved.route.key, model=resolved.model, base_url="")
+                    click.echo(f"now {resolved.route.key} · {resolved.model}", err=True)
+                elif cmd == "/sessions":
+                    for s in store.list_sessions(10):
+                        mark = "*" if s.id == sid else " "
+                        click.echo(f"{mark} {s.id}  {s.provider}/{s.model}  {s.message_count} msgs  {s.title}", err=True)
+                else:
+                    click.echo(f"unknown command {cmd} (/help)", err=True)
+            except HermesError as e:
+                click.echo(f"hermes: error: {e}", err=True)
+            continue
+        try:
+            result = agent.run_turn(sid, text, resolved)
+            printer.end_turn(result.answer)  # type: ignore[attr-defined]
+        except KeyboardInterrupt:
+            click.echo("\n(turn cancelled; nothing from it was stored)", err=True)
+        except HermesError as e:
+            click.echo(f"hermes: error: {e}", err=True)
+            if e.hint:
+                click.echo(f"hint: {e.hint}", err=True)
