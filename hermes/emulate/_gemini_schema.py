@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SCHEMA", "unknown_fields"]
+__all__ = ["SCHEMA", "camel", "unknown_fields"]
 
 _S = "scalar"
 _STRUCT = "struct"
@@ -58,7 +58,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
 }
 
 
-def _camel(name: str) -> str:
+def camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
@@ -88,8 +88,8 @@ def _walk(value: Any, kind: Any, path: str, out: list[tuple[str, str]], rejected
         return
     fields = SCHEMA[kind]
     for name, item in value.items():
-        camel = _camel(name)
-        if camel not in fields or name in rejected or camel in rejected:
+        camel_name = camel(name)
+        if camel_name not in fields or name in rejected or camel_name in rejected:
             out.append((name, path))
             continue
-        _walk(item, fields[camel], f"{path}.{_snake(camel)}".lstrip("."), out, rejected)
+        _walk(item, fields[camel_name], f"{path}.{_snake(camel_name)}".lstrip("."), out, rejected)

@@ -24,6 +24,8 @@ Faults (``state.take_fault``): ``500``, ``429``, ``truncate``, ``malformed``, ``
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hashlib
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -35,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ._gemini_schema import unknown_fields
+from ._gemini_schema import camel, unknown_fields
 from .core import EmulatorState, Personality, register
 from .script import Step, next_step
 
@@ -43,6 +45,8 @@ __all__ = ["SKIP", "family", "mint_call", "mint_text"]
 
 SKIP = "skip_thought_signature_validator"
 _DUMMIES = frozenset({SKIP, "context_engineering_is_the_way_to_go"})
+_PREFIX = "EuYC"
+"""Four base64 characters, so a signature stays valid base64 (the SDK decodes it to bytes)."""
 _DOCS = "https://ai.google.dev/gemini-api/docs/thought-signatures"
 _PATH = re.compile(r"^(?P<prefix>.*?)/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
 
@@ -54,11 +58,19 @@ def family(model: str) -> str:
 
 def mint_call(state: EmulatorState, name: str, fam: str, fc: Mapping[str, Any]) -> str:
     args = orjson.dumps(fc.get("args") or {}, option=orjson.OPT_SORT_KEYS).decode()
-    return state.mint(name, fam, f"fc\0{fc.get('name')}\0{args}", prefix="Cv")
+    return state.mint(name, fam, f"fc\0{fc.get('name')}\0{args}", prefix=_PREFIX)
 
 
 def mint_text(state: EmulatorState, name: str, fam: str, text: str) -> str:
-    return state.mint(name, fam, f"text\0{text}", prefix="Cv")
+    return state.mint(name, fam, f"text\0{text}", prefix=_PREFIX)
+
+
+def _sig_bytes(sig: str) -> bytes | None:
+    """Proto ``bytes`` in JSON: standard or URL-safe base64, padding optional (the SDK sends URL-safe)."""
+    try:
+        return base64.b64decode(sig.replace("-", "+").replace("_", "/") + "=" * (-len(sig) % 4), validate=True)
+    except (ValueError, binascii.Error):
+        return None
 
 
 def _error(code: int, status: str, message: str, details: list[Any] | None = None) -> JSONResponse:
@@ -113,11 +125,14 @@ class _Checker:
             return True
         if not isinstance(sig, str):
             return False
+        got = _sig_bytes(sig)
+        if got is None:
+            return False
         fc = _fc(part)
         text = "".join(p.get("text", "") for p in _parts(content) if not p.get("thought") and isinstance(p.get("text"), str))
         for fam in (self.fam, *sorted(self.families - {self.fam})):  # other families: accepted, ignored
             want = mint_call(self.state, self.name, fam, fc) if fc is not None else mint_text(self.state, self.name, fam, text)
-            if want == sig:
+            if _sig_bytes(want) == got:
                 return True
         return False
 
@@ -132,8 +147,10 @@ class _Checker:
                 return _invalid("Please use a valid role: user, model.")
             if not _parts(c):
                 return _invalid(f"* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty.\n")
-        tc = (body.get("generationConfig") or body.get("generation_config") or {}).get("thinkingConfig") or {}
-        if isinstance(tc, Mapping) and "thinkingLevel" in tc and "thinkingBudget" in tc:
+        gc = body.get("generationConfig") or body.get("generation_config") or {}
+        tc = gc.get("thinkingConfig") or gc.get("thinking_config") or {}
+        keys = {camel(k) for k in tc} if isinstance(tc, Mapping) else set()
+        if {"thinkingLevel", "thinkingBudget"} <= keys:
             return _invalid("You can only set only one of thinking budget and thinking level.")
         for i, c in enumerate(contents[:-1]):
             calls = sum(1 for p in _parts(c) if _fc(p) is not None)

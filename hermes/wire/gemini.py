@@ -183,7 +183,10 @@ def _user_parts(m: PlannedMessage, names: Mapping[str, str], ids: bool) -> list[
     return parts
 
 
-def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = Settings(),
+_DEFAULT = Settings()
+
+
+def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = _DEFAULT,
             stream: bool = False) -> dict[str, Any]:
     """The ``GenerateContentRequest`` body. ``stream`` changes only the URL, not the body."""
     _, ids = _model_fact(plan.target.model)
