@@ -395,3 +395,12 @@ def test_parse_equals_fold_of_stream(parts: list[dict[str, Any]], cuts: list[int
     deltas = [d for e in events for d in wire.decode_event("message", e)]
     assert fold(ORIGIN, deltas) == whole
     assert [c.name for c in whole.message.tool_calls] == [c["name"] for c in calls]
+
+
+def test_transient_500_is_retried_and_slow_stream_completes(emulator: Any) -> None:
+    emulator.state.set_control("gemini", fault="500", times=1)
+    assert _complete(emulator, "gemini", [Message.user("flaky")], stream=False).response.message.tool_calls
+    emulator.state.set_control("gemini", fault="slow", times=1)
+    seen: list[Any] = []
+    ex = _complete(emulator, "gemini", [Message.user("slowly")], stream=True, on_delta=seen.append)
+    assert ex.response.message.tool_calls and len(seen) >= 4
