@@ -24,6 +24,7 @@ import base64
 import binascii
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -97,7 +98,7 @@ def thinking_fields(model: str, settings: Settings, thinking: bool) -> tuple[dic
     return {}, {}
 
 
-def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = Settings(),
+def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings | None = None,
             stream: bool = False) -> dict[str, Any]:
     """The Converse keyword arguments for ``plan`` (the same for converse and converse_stream)."""
     system: list[dict[str, Any]] = []
@@ -124,7 +125,7 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
                 for role, blocks in turns]
 
     model = plan.target.model
-    extra, inference = thinking_fields(model, settings, plan.thinking)
+    extra, inference = thinking_fields(model, settings or Settings(), plan.thinking)
     if plan.thinking and plan.request_fields:
         extra = deep_merge(extra, plan.request_fields)
     body: dict[str, Any] = {"modelId": model, "messages": messages}
@@ -327,7 +328,13 @@ def _region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
 def _client(resolved: Resolved) -> Any:
+    """A bedrock-runtime client for this endpoint and these credentials (cached: building one
+    costs botocore a few hundred milliseconds; clients are thread-safe)."""
     import botocore.session
     from botocore.config import Config
 
@@ -338,16 +345,25 @@ def _client(resolved: Resolved) -> Any:
         raise ConfigError("no AWS credentials for Bedrock",
                           hint="set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
                                "or AWS_BEARER_TOKEN_BEDROCK")
-    if creds is not None:
-        frozen = creds.get_frozen_credentials()
+    frozen = creds.get_frozen_credentials() if creds is not None else None
+    if frozen is not None:
         register_secret(frozen.secret_key)
         register_secret(frozen.token)
     register_secret(bearer)
     attempts = int(os.environ.get("AWS_MAX_ATTEMPTS") or 3)
-    config = Config(retries={"mode": os.environ.get("AWS_RETRY_MODE") or "standard", "total_max_attempts": attempts},
-                    read_timeout=300, connect_timeout=30, user_agent_extra="hermes")
-    return session.create_client("bedrock-runtime", region_name=_region(),
-                                 endpoint_url=resolved.base_url or None, config=config)
+    mode = os.environ.get("AWS_RETRY_MODE") or "standard"
+    key = (resolved.base_url, _region(), attempts, mode, bearer, tuple(frozen) if frozen else None)
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            config = Config(retries={"mode": mode, "total_max_attempts": attempts}, read_timeout=300,
+                            connect_timeout=30, user_agent_extra="hermes")
+            client = session.create_client("bedrock-runtime", region_name=_region(),
+                                           endpoint_url=resolved.base_url or None, config=config)
+            if len(_CLIENTS) >= 8:
+                _CLIENTS.pop(next(iter(_CLIENTS))).close()
+            _CLIENTS[key] = client
+    return client
 
 
 def call(resolved: Resolved, body: Mapping[str, Any], *, stream: bool, api_key: str | None,
@@ -375,13 +391,12 @@ def call(resolved: Resolved, body: Mapping[str, Any], *, stream: bool, api_key: 
         raise _client_error(e, route) from None
     except BotoCoreError as e:
         raise _boto_error(e, route) from None
-    finally:
-        client.close()
 
 
 def _iter_events(events: Any, route: str) -> Iterator[tuple[str, Any]]:
     from botocore.eventstream import ParserError
     from botocore.exceptions import BotoCoreError, EventStreamError
+    from urllib3.exceptions import HTTPError as Urllib3Error
 
     it = iter(events)
     while True:
@@ -395,10 +410,9 @@ def _iter_events(events: Any, route: str) -> Iterator[tuple[str, Any]]:
                               f"{err.get('Message', '')}; nothing was stored") from None
         except ParserError as e:
             raise StreamError(f"{route}: malformed event-stream frame ({e}); nothing was stored") from None
-        except (BotoCoreError, OSError) as e:
+        except (BotoCoreError, OSError, Urllib3Error) as e:
             raise StreamError(f"{route}: stream broke off ({e}); nothing was stored") from None
-        for name, data in event.items():
-            yield name, data
+        yield from event.items()
 
 
 def _client_error(e: Any, route: str) -> ProviderHTTPError:
@@ -419,14 +433,8 @@ def _client_error(e: Any, route: str) -> ProviderHTTPError:
 
 
 def _boto_error(e: Exception, route: str) -> HermesError:
-    from botocore.exceptions import (
-        ConnectionError as BotoConnectionError,
-    )
-    from botocore.exceptions import (
-        NoCredentialsError,
-        ParamValidationError,
-        ResponseParserError,
-    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+    from botocore.exceptions import NoCredentialsError, ParamValidationError
 
     if isinstance(e, ParamValidationError):
         return HermesError(f"{route}: botocore refused the request before sending it: {e}",
@@ -435,6 +443,4 @@ def _boto_error(e: Exception, route: str) -> HermesError:
         return ConfigError("no AWS credentials for Bedrock", hint="set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
     if isinstance(e, BotoConnectionError):
         return ProviderConnectionError(f"{route}: cannot reach Bedrock: {e}")
-    if isinstance(e, ResponseParserError):
-        return StreamError(f"{route}: response is not valid Converse JSON ({e}); nothing was stored")
     return StreamError(f"{route}: {type(e).__name__}: {e}; nothing was stored")
