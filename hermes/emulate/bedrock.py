@@ -30,7 +30,7 @@ import hashlib
 import re
 import struct
 import zlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -126,7 +126,7 @@ def _redacted_ok(state: EmulatorState, model: str, data: str) -> bool:
     return state.verify("bedrock", model, "redacted:" + seed, sig, prefix="Rd")
 
 
-def validate(state: EmulatorState, model: str, body: Any, reject: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+def validate(state: EmulatorState, model: str, body: Any, reject: Collection[str] = ()) -> None:
     """Raise the AWS error the service would answer for ``body``; return when it would accept."""
     if not isinstance(body, Mapping):
         raise AwsError(400, "SerializationException", "Unexpected response from the service: body is not an object")
