@@ -1,0 +1,35 @@
+"""``hermes emulate``: loopback emulators of every provider route, in the foreground."""
+
+from __future__ import annotations
+
+import contextlib
+
+import click
+
+__all__ = ["emulate"]
+
+
+@click.command()
+@click.option("--port", default=8765, show_default=True, help="Port on 127.0.0.1 (0 picks a free one).")
+@click.option("--only", multiple=True, help="Serve only these personalities (repeatable).")
+def emulate(port: int, only: tuple[str, ...]) -> None:
+    """Serve every provider personality on 127.0.0.1: strict schemas, must-echo 400s, signed blobs
+    verified byte-exact, a scripted reasoning model that calls one tool and answers.
+
+    \b
+    Point Hermes at one:  hermes chat -q hi -p deepseek -m deepseek-v4 -u http://127.0.0.1:8765/deepseek/v1
+    Drift / faults:       curl -X POST localhost:8765/_control/openrouter -d '{"reject_fields":["reasoning_details"]}'
+    Request log:          curl localhost:8765/_log
+    """
+    from ..emulate import PERSONALITIES, Emulator, load_all
+
+    load_all()
+    unknown = set(only) - set(PERSONALITIES)
+    if unknown:
+        raise click.BadParameter(f"unknown personality: {', '.join(sorted(unknown))}", param_hint="--only")
+    emu = Emulator(list(only) or None, port=port)
+    for name in emu.names:
+        click.echo(f"{name:18} {emu.url(name)}")
+    click.echo(f"control: POST {emu.root}/_control/NAME   log: GET {emu.root}/_log   (Ctrl-C stops)")
+    with contextlib.suppress(KeyboardInterrupt):
+        emu.serve_forever()

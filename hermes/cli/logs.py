@@ -1,0 +1,95 @@
+"""``hermes logs``: the request log — which reasoning fields went to which route."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+__all__ = ["format_record", "logs"]
+
+_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
+
+
+def format_record(rec: Mapping[str, Any]) -> str:
+    """One human line per log record."""
+    ts = time.strftime("%H:%M:%S", time.localtime(rec.get("ts", 0)))
+    sid = (rec.get("session") or "-")[:12]
+    where = f"{rec.get('route')}@{rec.get('host')}/{rec.get('model')}"
+    event = rec.get("event")
+    if event == "request":
+        fields = rec.get("fields") or {}
+        bits = []
+        for name, f in fields.items():
+            label = _SHORT.get(name, name)
+            hashes = f" #{','.join(f['hashes'][:2])}" if f.get("hashes") else ""
+            bits.append(f"{label} {f['messages']}×{f['chars']}ch{hashes}" if name != "dropped_parts"
+                        else f"dropped {f['messages']}")
+        if rec.get("pads"):
+            bits.append(f"pad×{rec['pads']}")
+        if rec.get("switches"):
+            bits.append("switches " + ",".join(rec["switches"]))
+        sent = "; ".join(bits) or "no reasoning"
+        usage = rec.get("usage") or {}
+        tokens = usage.get("prompt_tokens") or usage.get("input_tokens") or usage.get("inputTokens")
+        tail = f" · {tokens} prompt tokens" if tokens else ""
+        return f"{ts} {sid} → {where} step {rec.get('step')} [{sent}] {rec.get('finish')} {rec.get('ms')}ms{tail}"
+    if event == "learned":
+        return (f"{ts} {sid} ! {where} learned: stop sending {', '.join(rec.get('dropped') or []) or '-'}"
+                f" ({rec.get('suppressed', 0)} blob(s) suppressed) after HTTP {rec.get('status')}")
+    if event == "request_failed":
+        return f"{ts} {sid} ✗ {where} HTTP {rec.get('status')}: {rec.get('error')}"
+    return f"{ts} {sid} {event} {where}"
+
+
+@click.command()
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new records as they arrive.")
+@click.option("--session", "-s", help="Only records of this session.")
+@click.option("--lines", "-n", default=50, show_default=True, help="How many recent records first.")
+@click.option("--json", "as_json", is_flag=True, help="Raw JSON lines.")
+def logs(follow: bool, session: str | None, lines: int, as_json: bool) -> None:
+    """Show which reasoning fields each request carried (names, counts, lengths, hashes — never
+    values, never keys). The log lives in $HERMES_HOME/logs/hermes.log."""
+    import orjson
+
+    from ..logs import LOG_NAME, read_log
+    from ..paths import logs_dir
+
+    def show(rec: Mapping[str, Any]) -> None:
+        click.echo(orjson.dumps(rec).decode() if as_json else format_record(rec))
+
+    path = logs_dir() / LOG_NAME
+    records = list(read_log(session, path))
+    for rec in records[-lines:]:
+        show(rec)
+    if not follow:
+        if not records:
+            click.echo("no requests logged yet", err=True)
+        return
+    pos = path.stat().st_size if path.exists() else 0
+    try:
+        while True:
+            time.sleep(0.3)
+            if not path.exists():
+                continue
+            size = path.stat().st_size
+            if size < pos:  # rotated
+                pos = 0
+            if size == pos:
+                continue
+            with path.open("rb") as f:
+                f.seek(pos)
+                chunk = f.read()
+            complete, _, _rest = chunk.rpartition(b"\n")
+            pos += len(complete) + 1 if complete else 0
+            for line in complete.splitlines():
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if session is None or rec.get("session") == session:
+                    show(rec)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,147 @@
+"""``hermes sessions``: list, show, branch, compress, export, delete."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ._common import echo_json
+
+__all__ = ["sessions"]
+
+
+def _store():  # type: ignore[no-untyped-def]
+    from ..store import Store
+
+    return Store()
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+@click.group()
+def sessions() -> None:
+    """Stored sessions in $HERMES_HOME/state.db: every message with its reasoning carriers."""
+
+
+@sessions.command("list")
+@click.option("--limit", "-n", default=20, show_default=True, help="How many, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_(limit: int, as_json: bool) -> None:
+    """Recent sessions."""
+    rows = _store().list_sessions(limit)
+    if as_json:
+        echo_json([{"id": s.id, "title": s.title, "provider": s.provider, "model": s.model, "base_url": s.base_url,
+                    "parent_id": s.parent_id, "messages": s.message_count, "turns": s.turn_count,
+                    "created": s.created, "updated": s.updated} for s in rows])
+        return
+    if not rows:
+        click.echo("no sessions yet — start one with `hermes chat` (or try `hermes demo`)")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table()
+    for col in ("id", "updated", "route / model", "msgs", "title", "branch of"):
+        t.add_column(col, overflow="fold")
+    for s in rows:
+        t.add_row(s.id, _when(s.updated), f"{s.provider} / {s.model}", str(s.message_count), s.title,
+                  s.parent_id or "")
+    Console().print(t)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--reasoning", is_flag=True, help="Print reasoning text in full.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (blobs as kind, length and hash).")
+def show(session_id: str, reasoning: bool, as_json: bool) -> None:
+    """Every message with its reasoning carriers: origin, field lengths, blob hashes."""
+    from ..views import describe_part, session_view
+
+    store = _store()
+    if as_json:
+        echo_json(session_view(store, session_id, full=reasoning))
+        return
+    info = store.get_session(session_id)
+    click.echo(f"session {info.id}  {info.title}")
+    click.echo(f"route   {info.provider} / {info.model}" + (f"  at {info.base_url}" if info.base_url else ""))
+    if info.parent_id:
+        click.echo(f"branch  of {info.parent_id} after message #{info.branch_of_seq}")
+    learned = store.model_config(info.id).get("reasoning_rejections")
+    if learned:
+        for key, entry in learned.items():
+            click.echo(f"learned {key}: stop sending {', '.join(entry.get('dropped', [])) or '-'}"
+                       f"; {len(entry.get('suppressed', []))} suppressed blob(s)")
+    for seq, m in enumerate(store.load(info.id)):
+        click.echo(f"\n#{seq} {m.role}")
+        for p in m.parts:
+            for line in describe_part(p, full=reasoning):
+                click.echo(f"  {line}")
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--at", "upto", type=int, help="Last message # to keep (default: all).")
+@click.option("--title", default="", help="Title of the branch.")
+@click.option("--json", "as_json", is_flag=True)
+def branch(session_id: str, upto: int | None, title: str, as_json: bool) -> None:
+    """Fork a session: the branch shares its reasoning blobs and learned rejections."""
+    store = _store()
+    info = store.get_session(session_id)
+    new = store.branch(info.id, upto_seq=upto, title=title or f"branch of {info.id}")
+    if as_json:
+        echo_json({"id": new, "parent_id": info.id})
+    else:
+        click.echo(new)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--api-key", help="API key for the summary call.")
+@click.option("--budget", type=int, help="Target context budget in tokens.")
+def compress(session_id: str, api_key: str | None, budget: int | None) -> None:
+    """Summarise older turns into a checkpoint; kept turns keep every reasoning carrier."""
+    from ..compaction import compress_session
+    from ..config import load_config
+    from ..runtime import choose_route
+
+    store = _store()
+    info = store.get_session(session_id)
+    resolved = choose_route(load_config(), provider=None, model=None, base_url=None, session=info)
+    click.echo(compress_session(store, info.id, resolved, api_key=api_key, budget=budget))
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File (default: stdout).")
+def export(session_id: str, output: Path | None) -> None:
+    """JSONL in the documented history form; `hermes replay FILE` reads it back."""
+    store = _store()
+    info = store.get_session(session_id)
+    lines = list(store.export_jsonl(info.id))
+    if output is None:
+        sys.stdout.buffer.write(b"".join(lines))
+        return
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_bytes(b"".join(lines))
+    tmp.chmod(0o600)
+    tmp.replace(output)
+    click.echo(f"wrote {len(lines)} messages to {output}", err=True)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask.")
+def delete(session_id: str, yes: bool) -> None:
+    """Delete a session (its branches keep their own copies)."""
+    store = _store()
+    info = store.get_session(session_id)
+    if not yes and not click.confirm(f"delete session {info.id} ({info.message_count} messages)?", default=False):
+        click.echo("kept")
+        return
+    store.delete_session(info.id)
+    click.echo(f"deleted {info.id}")
