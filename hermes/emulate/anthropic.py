@@ -122,7 +122,7 @@ def _extra(obj: Any, allowed: set[str], path: str) -> None:
 def _block_schema(block: Any, path: str) -> str:
     if not isinstance(block, Mapping):
         raise _Invalid(f"{path}: Input should be a valid dictionary or object to extract fields from")
-    kind = block.get("type")
+    kind = str(block.get("type"))
     if kind not in _BLOCKS:
         tags = ", ".join(f"'{t}'" for t in _BLOCKS)
         raise _Invalid(f"{path}: Input tag '{kind}' found using 'type' does not match any of the expected tags: {tags}")
@@ -130,7 +130,7 @@ def _block_schema(block: Any, path: str) -> str:
     if kind == "tool_result" and isinstance(block.get("content"), list):
         for k, inner in enumerate(block["content"]):
             _block_schema(inner, f"{path}.{kind}.content.{k}")
-    return str(kind)
+    return kind
 
 
 def _schema(body: Mapping[str, Any], *, vertex: bool) -> None:
@@ -402,9 +402,9 @@ def _build(kind: str) -> Any:
                 return _error(401, "authentication_error", "x-api-key header is required", rid)
             control = state.control(name)
             fault = state.take_fault(name)
-            if fault in _FAULTS:
-                status, etype, msg = _FAULTS[fault]
-                return _error(status, etype, msg, rid, {"retry-after": "0"} if status == 429 else None)
+            if fault is not None and fault in _FAULTS:
+                status, etype, text = _FAULTS[fault]
+                return _error(status, etype, text, rid, {"retry-after": "0"} if status == 429 else None)
             if fault == "html502":
                 return Response("<html><body><h1>502 Bad Gateway</h1></body></html>", 502, media_type="text/html")
             if fault == "text4xx":
