@@ -2,7 +2,8 @@
 
 resolve → plan_replay → wire.to_wire → transport → wire.decode_event / from_wire → fold.
 Each wire module lives in ``hermes.wire.<wire>`` and provides ``to_wire``, ``from_wire``,
-``decode_event`` and ``endpoint(resolved, stream) -> (url, headers)``; a wire whose SDK owns
+``decode_event`` (or ``new_decoder()`` for a stateful per-stream decoder) and
+``endpoint(resolved, stream) -> (url, headers)``; a wire whose SDK owns
 the transport (Bedrock via botocore) provides ``call(...)`` instead of ``endpoint``.
 """
 
@@ -112,9 +113,12 @@ def _send(wire: ModuleType, resolved: Resolved, body: dict[str, Any], *, stream:
     try:
         raw = orjson.dumps(body)
         if stream:
+            # A wire whose stream needs memory (Anthropic: which block index is thinking)
+            # offers ``new_decoder()``: one fresh decoder per stream.
+            decode = wire.new_decoder() if hasattr(wire, "new_decoder") else wire.decode_event
             with t.stream(url, raw, headers, route=route) as r:
                 for event, data in iter_sse(r.iter_lines()):
-                    feed(wire.decode_event(event, data))
+                    feed(decode(event, data))
                     if acc.finished and getattr(wire, "STREAM_ENDS_AT_FINISH", False):
                         break
         else:

@@ -1,0 +1,407 @@
+"""Anthropic Messages wire: direct API, Vertex AI (``rawPredict``) and Azure Foundry.
+
+Pure translation, no I/O. The three variants share one body shape; they differ only in
+where the request goes and in two body fields (Vertex: ``model`` moves into the URL and
+``anthropic_version: vertex-2023-10-16`` joins the body).
+
+Rendering rules (the plan already decided *what* goes; this module decides only *how*):
+
+* ``system`` messages become the top-level ``system`` string;
+* tool results become ``user`` messages of ``tool_result`` blocks, and consecutive
+  same-role messages merge (the API wants user/assistant alternation);
+* an assistant turn is its parts in stored order: signed reasoning → ``thinking`` /
+  ``redacted_thinking`` byte-exact (signatures are checked against the block), text →
+  ``text`` (empty skipped), calls → ``tool_use``. A reasoning part without an Anthropic blob
+  cannot be a block at all: ``UnsupportedPart`` (the planner never sends one).
+
+Decoding: every content block keeps its stream ``index`` as the delta key ``b{index}`` so the
+fold keeps Anthropic's block order. A stream needs a little memory (which index is a thinking
+block), so streams go through ``new_decoder()``; ``from_wire`` emits the very deltas the
+stream would, so both fold to the same turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from ..errors import StreamError, UnsupportedPart
+from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
+from ..replay import ReplayPlan, Settings
+from ..resolve import Resolved
+from ..routes import deep_merge
+from ..stream import (
+    Delta,
+    FinishDelta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    UsageDelta,
+)
+from . import ToolSpec
+
+__all__ = [
+    "API_VERSION",
+    "REDACTED",
+    "SIGNATURE",
+    "VERTEX_VERSION",
+    "StreamDecoder",
+    "decode_event",
+    "endpoint",
+    "from_wire",
+    "is_adaptive",
+    "new_decoder",
+    "thinking_config",
+    "to_wire",
+    "variant",
+]
+
+API_VERSION = "2023-06-01"
+VERTEX_VERSION = "vertex-2023-10-16"
+SIGNATURE = "anthropic.signature"
+REDACTED = "anthropic.redacted"
+
+# --------------------------------------------------------------------- model facts (data)
+
+THINKING_BUDGET: Mapping[str | None, int] = {
+    None: 8000, "low": 2048, "medium": 8000, "high": 16000, "xhigh": 24000, "max": 32000,
+}
+"""``budget_tokens`` for ``{"type":"enabled"}`` models, by requested effort (≥ 1024)."""
+ANSWER_ROOM = 8192
+"""Output tokens left for the answer on top of a thinking budget (``max_tokens > budget``)."""
+ADAPTIVE_MAX_TOKENS = 32000
+PLAIN_MAX_TOKENS: tuple[tuple[str, int], ...] = (
+    ("claude-3-opus", 4096), ("claude-3-sonnet", 4096), ("claude-3-haiku", 4096),
+    ("claude-3-5", 8192), ("", 8192),
+)
+"""``max_tokens`` without thinking: first id prefix that matches (old models cap output low)."""
+ADAPTIVE_FROM = (4, 6)
+"""Claude Opus/Sonnet/Haiku from 4.6, and every Claude family from 5.0, take ``adaptive``."""
+
+_NEW_ID = re.compile(r"claude-([a-z]+)-(\d+)(?:[-.](\d{1,2})(?!\d))?")
+_OLD_ID = re.compile(r"claude-(\d+)(?:[-.](\d{1,2})(?!\d))?-([a-z]+)")
+
+
+def _version(model: str) -> tuple[str, int, int] | None:
+    """(family, major, minor) of a Claude id; date suffixes are not minor versions."""
+    m = model.lower()
+    if hit := _NEW_ID.search(m):
+        return hit.group(1), int(hit.group(2)), int(hit.group(3) or 0)
+    if hit := _OLD_ID.search(m):
+        return hit.group(3), int(hit.group(1)), int(hit.group(2) or 0)
+    return None
+
+
+def is_adaptive(model: str) -> bool:
+    """True when the model takes ``thinking: {"type": "adaptive"}`` (not a token budget)."""
+    v = _version(model)
+    if v is None:
+        return False
+    family, major, minor = v
+    if major >= 5:
+        return True
+    return family in ("opus", "sonnet", "haiku") and (major, minor) >= ADAPTIVE_FROM
+
+
+def thinking_config(model: str, settings: Settings) -> tuple[dict[str, Any], int]:
+    """(body fields for thinking, max_tokens) for a request that thinks."""
+    if is_adaptive(model):
+        fields: dict[str, Any] = {"thinking": {"type": "adaptive"}}
+        if settings.effort:
+            fields["output_config"] = {"effort": settings.effort}
+        return fields, ADAPTIVE_MAX_TOKENS
+    budget = THINKING_BUDGET.get(settings.effort, THINKING_BUDGET[None])
+    return {"thinking": {"type": "enabled", "budget_tokens": budget}}, budget + ANSWER_ROOM
+
+
+def _plain_max_tokens(model: str) -> int:
+    m = model.lower()
+    return next(n for prefix, n in PLAIN_MAX_TOKENS if m.startswith(prefix) or not prefix)
+
+
+# ----------------------------------------------------------------------------- endpoint
+
+
+def variant(resolved: Resolved) -> str:
+    """``direct``, ``vertex`` or ``foundry``: by row key, else by the host it points at."""
+    key, host = resolved.route.key, resolved.host
+    if key == "anthropic-vertex" or host.endswith("aiplatform.googleapis.com"):
+        return "vertex"
+    if key == "anthropic-foundry" or host.endswith("services.ai.azure.com"):
+        return "foundry"
+    return "direct"
+
+
+def endpoint(resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]:
+    """(URL, non-auth headers) for one Messages request on this variant."""
+    base = resolved.base_url.rstrip("/")
+    if variant(resolved) == "vertex":
+        verb = "streamRawPredict" if stream else "rawPredict"
+        return f"{base}/publishers/anthropic/models/{quote(resolved.model, safe='@')}:{verb}", {}
+    return f"{base}/v1/messages", {"anthropic-version": API_VERSION}
+
+
+# ----------------------------------------------------------------------------- request
+
+
+def _block(part: object, role: str) -> dict[str, Any] | None:
+    """One neutral part as one content block (None: nothing to send, e.g. empty text)."""
+    match part:
+        case Text():
+            return {"type": "text", "text": part.text} if part.text else None
+        case Compaction():
+            return {"type": "text", "text": part.summary} if part.summary else None
+        case Reasoning() if role == "assistant":
+            if part.blob is not None and part.blob_kind == SIGNATURE:
+                return {"type": "thinking", "thinking": part.text, "signature": part.blob}
+            if part.blob is not None and part.blob_kind == REDACTED:
+                return {"type": "redacted_thinking", "data": part.blob}
+            raise UnsupportedPart(
+                f"reasoning without an Anthropic blob (blob_kind={part.blob_kind!r}) cannot be a "
+                "thinking block; the replay plan should have dropped it")
+        case ToolCall() if role == "assistant":
+            try:
+                args = orjson.loads(part.arguments or "{}")
+            except orjson.JSONDecodeError:
+                raise UnsupportedPart(
+                    f"tool call {part.id!r} ({part.name}) has arguments that are not JSON: "
+                    f"{part.arguments[:80]!r}") from None
+            if not isinstance(args, dict):
+                raise UnsupportedPart(f"tool call {part.id!r} ({part.name}) arguments are not a JSON object")
+            return {"type": "tool_use", "id": part.id, "name": part.name, "input": args}
+        case ToolResult() if role in ("tool", "user"):
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id, "content": part.content}
+            if part.is_error:
+                block["is_error"] = True
+            return block
+    raise UnsupportedPart(f"a {type(part).__name__} part cannot appear in a {role!r} message on the Anthropic wire")
+
+
+def _messages(plan: ReplayPlan) -> tuple[str, list[dict[str, Any]]]:
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for m in plan.messages:
+        if m.role == "system":
+            for p in m.parts:
+                if isinstance(p, Text | Compaction):
+                    text = p.text if isinstance(p, Text) else p.summary
+                    if text:
+                        system.append(text)
+                else:
+                    raise UnsupportedPart(f"a {type(p).__name__} part cannot appear in a system message")
+            continue
+        role = "assistant" if m.role == "assistant" else "user"
+        blocks = [b for p in m.parts if (b := _block(p, m.role)) is not None]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return "\n\n".join(system), out
+
+
+_DEFAULT_SETTINGS = Settings()
+
+
+def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = _DEFAULT_SETTINGS,
+            stream: bool = False) -> dict[str, Any]:
+    """The Messages request body for ``plan`` (Vertex: without ``model``, with its version)."""
+    target = plan.target
+    system, messages = _messages(plan)
+    body: dict[str, Any] = {"model": target.model}
+    if plan.thinking:
+        fields, max_tokens = thinking_config(target.model, settings)
+        body["max_tokens"] = max_tokens
+    else:
+        fields, max_tokens = {}, _plain_max_tokens(target.model)
+        body["max_tokens"] = max_tokens
+    if system:
+        body["system"] = system
+    body["messages"] = messages
+    if tools:
+        body["tools"] = [
+            {"name": t.name, **({"description": t.description} if t.description else {}),
+             "input_schema": dict(t.parameters)}
+            for t in tools
+        ]
+    body.update(fields)
+    if stream:
+        body["stream"] = True
+    body = deep_merge(body, plan.request_fields)
+    if variant(target) == "vertex":
+        body.pop("model", None)
+        body["anthropic_version"] = VERTEX_VERSION
+    return body
+
+
+# ----------------------------------------------------------------------------- response
+
+
+def _usage(usage: Any) -> list[Delta]:
+    return [UsageDelta(dict(usage))] if isinstance(usage, Mapping) and usage else []
+
+
+def _start_block(index: int, block: Mapping[str, Any], *, whole: bool) -> list[Delta]:
+    """Deltas for a block as ``content_block_start`` (``whole=False``) or a complete block."""
+    key = f"b{index}"
+    kind = block.get("type")
+    if kind == "thinking":
+        out: list[Delta] = [ReasoningDelta(key, text=_str(block, "thinking"))]
+        sig = _str(block, "signature")
+        if sig:
+            out.append(ReasoningDelta(key, blob=sig, blob_kind=SIGNATURE))
+        return out
+    if kind == "redacted_thinking":
+        data = _str(block, "data")
+        if not data:
+            raise StreamError(f"redacted_thinking block {index} has no data")
+        return [ReasoningDelta(key, blob=data, blob_kind=REDACTED, blob_mode="replace")]
+    if kind == "text":
+        return [TextDelta(key, _str(block, "text"))]
+    if kind == "tool_use":
+        args = ""
+        if whole:
+            raw = block.get("input", {})
+            if not isinstance(raw, Mapping):
+                raise StreamError(f"tool_use block {index} input is not an object")
+            args = orjson.dumps(raw).decode() if raw else ""
+        return [ToolCallDelta(key, id=_str(block, "id") or None, name=_str(block, "name") or None,
+                              arguments=args)]
+    return []  # server-side blocks (web search results ...) are not part of the stored turn
+
+
+def _str(d: Mapping[str, Any], name: str) -> str:
+    v = d.get(name) or ""
+    if not isinstance(v, str):
+        raise StreamError(f"field {name!r} is not a string: {v!r:.60}")
+    return v
+
+
+def from_wire(payload: Any) -> list[Delta]:
+    """A whole Messages response as the deltas its stream would have produced."""
+    if not isinstance(payload, Mapping):
+        raise StreamError("Anthropic response is not a JSON object")
+    if payload.get("type") == "error":
+        _raise_error(payload)
+    content = payload.get("content")
+    if not isinstance(content, list):
+        raise StreamError("Anthropic response has no content list")
+    out: list[Delta] = []
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise StreamError(f"content block {i} is not an object")
+        out += _start_block(i, block, whole=True)
+    out += _usage(payload.get("usage"))
+    reason = payload.get("stop_reason")
+    if isinstance(reason, str) and reason:
+        out.append(FinishDelta(reason))
+    return out
+
+
+def _raise_error(data: Mapping[str, Any]) -> None:
+    err = data.get("error")
+    if isinstance(err, Mapping):
+        raise StreamError(f"provider error in stream: {err.get('type', 'error')}: {err.get('message', '')}")
+    raise StreamError(f"provider error in stream: {str(err or data)[:200]}")
+
+
+class StreamDecoder:
+    """Decode one Messages SSE stream, remembering each block's type by index.
+
+    Memory is what lets a malformed stream be refused: a ``signature_delta`` for an index
+    that has no thinking block, or a delta for a block that never started, is a
+    ``StreamError`` instead of a silently invented reasoning part.
+    """
+
+    __slots__ = ("blocks", "track")
+
+    def __init__(self, *, track: bool = True) -> None:
+        self.blocks: dict[int, str] = {}
+        self.track = track
+        """False: no memory (one event at a time); block-consistency checks are skipped."""
+
+    def __call__(self, event: str, data: str) -> list[Delta]:
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise StreamError(f"stream event {event!r} is not JSON: {data[:80]!r}") from None
+        if not isinstance(obj, Mapping):
+            raise StreamError(f"stream event {event!r} is not a JSON object")
+        kind = obj.get("type", event)
+        if kind == "error" or event == "error":
+            _raise_error(obj)
+        match kind:
+            case "message_start":
+                msg = obj.get("message")
+                return _usage(msg.get("usage")) if isinstance(msg, Mapping) else []
+            case "content_block_start":
+                index, block = self._index(obj), obj.get("content_block")
+                if not isinstance(block, Mapping):
+                    raise StreamError(f"content_block_start {index} has no content_block")
+                self.blocks[index] = str(block.get("type"))
+                return _start_block(index, block, whole=False)
+            case "content_block_delta":
+                return self._delta(self._index(obj), obj.get("delta"))
+            case "message_delta":
+                out = _usage(obj.get("usage"))
+                delta = obj.get("delta")
+                reason = delta.get("stop_reason") if isinstance(delta, Mapping) else None
+                if isinstance(reason, str) and reason:
+                    out.append(FinishDelta(reason))
+                return out
+        return []  # ping, content_block_stop, message_stop, future event types
+
+    @staticmethod
+    def _index(obj: Mapping[str, Any]) -> int:
+        index = obj.get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise StreamError(f"{obj.get('type')} without a valid block index: {index!r}")
+        return index
+
+    def _delta(self, index: int, delta: Any) -> list[Delta]:
+        if not isinstance(delta, Mapping):
+            raise StreamError(f"content_block_delta {index} has no delta object")
+        key, kind, block = f"b{index}", delta.get("type"), self.blocks.get(index)
+        if not self.track:
+            block = {"signature_delta": "thinking", "thinking_delta": "thinking", "text_delta": "text",
+                     "input_json_delta": "tool_use"}.get(str(kind), block)
+        if kind == "signature_delta":
+            if block != "thinking":
+                raise StreamError(f"signature delta with no thinking block (index {index} is {block or 'not started'})")
+            return [ReasoningDelta(key, blob=_str(delta, "signature"), blob_kind=SIGNATURE)]
+        if block is None:
+            raise StreamError(f"{kind} for block {index}, which never started")
+        if kind == "thinking_delta":
+            self._expect(block, "thinking", kind, index)
+            return [ReasoningDelta(key, text=_str(delta, "thinking"))]
+        if kind == "text_delta":
+            self._expect(block, "text", kind, index)
+            return [TextDelta(key, _str(delta, "text"))]
+        if kind == "input_json_delta":
+            self._expect(block, "tool_use", kind, index)
+            return [ToolCallDelta(key, arguments=_str(delta, "partial_json"))]
+        return []  # citations_delta and future delta types carry nothing we store
+
+    @staticmethod
+    def _expect(block: str, want: str, kind: Any, index: int) -> None:
+        if block != want:
+            raise StreamError(f"{kind} for block {index}, which is a {block} block")
+
+
+def new_decoder() -> Callable[[str, str], list[Delta]]:
+    """A fresh stateful decoder for one stream (``provider.complete`` uses one per request)."""
+    return StreamDecoder()
+
+
+def decode_event(event: str, data: str) -> list[Delta]:
+    """One event decoded without stream memory, so block-consistency is not checked here.
+
+    ``provider.complete`` decodes streams with ``new_decoder()``, which refuses a
+    ``signature_delta`` whose block is not a thinking block; use that for whole streams.
+    """
+    return StreamDecoder(track=False)(event, data)
