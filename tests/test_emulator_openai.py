@@ -27,8 +27,8 @@ RETURNS: dict[str, frozenset[str]] = {
     **dict.fromkeys(["openrouter", "kilo", "vercel"], frozenset({R, RD})),
     **dict.fromkeys(["novita", "minimax", "tencent"], frozenset({RC, RD})),
     **dict.fromkeys(["deepseek", "kimi", "mimo", "glm", "dashscope", "xai", "generic", "llamacpp", "sglang",
-                     "fireworks", "openai", "hunyuan", "gemini-openai"], frozenset({RC})),
-    **dict.fromkeys(["vllm", "ollama", "lmstudio", "local", "groq", "cerebras"], frozenset({R})),
+                     "fireworks", "openai", "hunyuan", "gemini-openai", "upstage"], frozenset({RC})),
+    **dict.fromkeys(["vllm", "ollama", "ollama-cloud", "lmstudio", "local", "groq", "cerebras"], frozenset({R})),
     **dict.fromkeys(["nous", "sambanova", "mistral"], frozenset()),
     "copilot": frozenset({RT, RO}),
 }
@@ -510,3 +510,19 @@ def test_stream_folds_to_the_json_message(emu: Emulator, text: str, name: str, t
     plain = ask(emu, name, messages, stream=False, **kw)
     assert streamed[0] == plain[0] and streamed[1] == plain[1]
     assert streamed[2].completion_tokens == plain[2].completion_tokens
+
+
+# --- the emulators agree with the route table ---------------------------------------------------
+def test_every_chat_route_has_a_personality_that_accepts_its_carriers(emu: Emulator) -> None:
+    from hermes.emulate.chat_rules import FACTS
+    from hermes.routes import ROUTES
+
+    chat = [r for r in ROUTES if r.wire == "openai_chat"]
+    assert {r.key for r in chat} == set(FACTS) == set(RETURNS)
+    for route in chat:
+        facts = FACTS[route.key]
+        assert route.carriers <= facts.accepts, route.key
+        if route.strict:
+            assert not ({RC, R, RD} & facts.accepts) and facts.strict, route.key
+        if "reasoning_opaque" in route.native:
+            assert {RT, RO} <= facts.accepts

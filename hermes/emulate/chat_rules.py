@@ -130,6 +130,8 @@ FACTS: dict[str, Facts] = {
     "ollama": Facts((R,), _RCR, ("gpt-oss:20b", "deepseek-r1:8b")),
     "lmstudio": Facts((R,), _RCR, ("openai/gpt-oss-20b", "qwen/qwen3-32b")),
     "local": Facts((R,), _RCR, ("local-model",), keep=_LOCAL_KEEP),
+    "ollama-cloud": Facts((R,), _RCR, ("gpt-oss:120b", "deepseek-v3.1:671b")),
+    "upstage": Facts((RC,), _RCR, ("solar-pro2",), notes="reasoning field unconfirmed: reasoning_content"),
     # --- strict schemas ------------------------------------------------------------------------
     "fireworks": Facts((RC,), frozenset({RC}), ("accounts/fireworks/models/kimi-k2-thinking",), strict=True,
                        notes="strictness text unconfirmed: OpenAI wording"),
