@@ -157,7 +157,18 @@ def plan_replay(
                 f"thinking off for this request: open tool-loop turn #{bare[0].index} has no "
                 "thinking block this route may receive (it came from another route)"
             )
+    if not thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
+        planned = [_without_reasoning(p) for p in planned]
     return ReplayPlan(target, tuple(planned), _request_fields(route, settings, thinking), thinking, tuple(notes))
+
+
+def _without_reasoning(p: PlannedMessage) -> PlannedMessage:
+    """Thinking off on a signed wire: a thinking block in the request would be rejected."""
+    if not any(isinstance(x, Reasoning) for x in p.parts):
+        return p
+    decisions = tuple(Decision(d.part, "drop", (), "thinking is off for this request") if d.action != "drop" else d
+                      for d in p.decisions)
+    return replace(p, parts=tuple(x for x in p.parts if not isinstance(x, Reasoning)), decisions=decisions)
 
 
 def _needs_thinking(p: PlannedMessage) -> bool:

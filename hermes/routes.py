@@ -127,6 +127,9 @@ def deep_merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
 _GLM_KEEP = {"thinking": {"type": "enabled", "clear_thinking": False}}
 _QWEN_TEMPLATE_KEEP = (ModelRule("*qwen3*", switches={"chat_template_kwargs": {"preserve_thinking": True}}),)
 _NONE: frozenset[str] = frozenset()
+# Claude models that do not keep earlier turns' thinking: only the open tool loop's goes back.
+_CLAUDE_PRIOR = (ModelRule("claude-3*", prior_turns="loop"), ModelRule("claude-*-4-[0-4]*", prior_turns="loop"),
+                 ModelRule("claude-sonnet-4-5*", prior_turns="loop"), ModelRule("claude-haiku-4*", prior_turns="loop"))
 
 # Order matters only for host matching among rows: the first row whose host matches wins.
 # Strict rows come first so a custom provider pointed at api.groq.com gets nothing.
@@ -225,18 +228,15 @@ ROUTES: tuple[Route, ...] = (
     Route("anthropic", "anthropic", "Anthropic Messages", providers=("claude",), hosts=("api.anthropic.com",),
           blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}), policy="signed",
           prior_turns="all", auth="x-api-key", base_url="https://api.anthropic.com",
-          key_env=("ANTHROPIC_API_KEY",),
-          model_rules=(ModelRule("claude-3*", prior_turns="loop"),
-                       ModelRule("claude-*-4-[0-4]*", prior_turns="loop"),
-                       ModelRule("claude-sonnet-4-5*", prior_turns="loop"),
-                       ModelRule("claude-haiku-4*", prior_turns="loop"))),
+          key_env=("ANTHROPIC_API_KEY",), model_rules=_CLAUDE_PRIOR),
     Route("anthropic-vertex", "anthropic", "Anthropic on Vertex AI", providers=("vertex-anthropic",),
           blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}), policy="signed",
-          key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN"),
+          key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN"), model_rules=_CLAUDE_PRIOR,
           base_url="https://aiplatform.googleapis.com/v1/projects/-/locations/global"),
     Route("anthropic-foundry", "anthropic", "Anthropic on Azure Foundry", providers=("foundry",),
           hosts=("services.ai.azure.com",), blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}),
-          policy="signed", auth="x-api-key", key_env=("ANTHROPIC_FOUNDRY_API_KEY", "AZURE_API_KEY")),
+          policy="signed", auth="x-api-key", key_env=("ANTHROPIC_FOUNDRY_API_KEY", "AZURE_API_KEY"),
+          model_rules=_CLAUDE_PRIOR),
     Route("bedrock", "bedrock", "AWS Bedrock Converse", providers=("aws-bedrock",),
           hosts=("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"), blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}),
           policy="unsigned", auth="aws",

@@ -109,8 +109,8 @@ def _schema(**props: str) -> dict[str, Any]:
 
 def builtin_tools() -> list[Tool]:
     return [
-        Tool(ToolSpec("read_file", "Read a text file.", _schema(path="File path.")), _read_file),
         Tool(ToolSpec("list_dir", "List a directory.", _schema(path="Directory path, e.g. '.'.")), _list_dir),
+        Tool(ToolSpec("read_file", "Read a text file.", _schema(path="File path.")), _read_file),
         Tool(ToolSpec("search_files", "Search files under a directory for a regular expression.",
                       _schema(pattern="Regular expression.", **{"path?": "Directory to search (default '.')."})),
              _search_files),
