@@ -87,23 +87,23 @@ def demo(home: Path | None) -> None:
             return _run(args, env, cwd=work)
         steps: list[tuple[str, list[str]]] = []
         first = run(["chat", "-q", "What is in this directory?", "-p", "deepseek", "-m", "deepseek-v4",
-                      "-u", emu.url("deepseek"), "--json"], env)
+                      "-u", emu.url("deepseek"), "--json"])
         sid = first["session_id"]
         steps.append(("1. DeepSeek turn with a tool call", ["deepseek"]))
-        run(["chat", "--resume", sid, "-q", "Which file matters most?", "--json"], env)
+        run(["chat", "--resume", sid, "-q", "Which file matters most?", "--json"])
         steps.append(("2. --resume in a new process (same route)", ["deepseek"]))
         run(["chat", "--resume", sid, "-q", "Summarise it.", "-p", "openrouter", "-m", "anthropic/claude-sonnet-4.5",
-              "-u", emu.url("openrouter"), "--json"], env)
+              "-u", emu.url("openrouter"), "--json"])
         steps.append(("3. switch provider to OpenRouter", ["openrouter"]))
-        branch = run(["sessions", "branch", sid, "--json"], env)["id"]
+        branch = run(["sessions", "branch", sid, "--json"])["id"]
         run(["chat", "--resume", branch, "-q", "Look again, carefully.", "-p", "anthropic", "-m", "claude-opus-5",
-              "-u", emu.url("anthropic"), "--json"], env)
+              "-u", emu.url("anthropic"), "--json"])
         steps.append(("4. branch, continued on Anthropic", ["anthropic"]))
         run(["chat", "--resume", branch, "-q", "And once more.", "-p", "gemini", "-m", "gemini-3-pro-preview",
-              "-u", emu.url("gemini"), "--json"], env)
+              "-u", emu.url("gemini"), "--json"])
         steps.append(("5. same branch on Gemini", ["gemini"]))
         run(["chat", "--resume", sid, "-q", "Final answer?", "-p", "mistral", "-m", "mistral-medium-latest",
-              "-u", emu.url("mistral"), "--json"], env)
+              "-u", emu.url("mistral"), "--json"])
         steps.append(("6. original session on Mistral (strict)", ["mistral"]))
 
         table = Table(title="What each request carried back (read from the emulators' request logs)")
