@@ -85,4 +85,14 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo("hermes: interrupted", err=True)
         sys.exit(130)
     except OSError as e:
+        if e.filename:
+            fail(redact(f"{e.strerror or type(e).__name__}: {e.filename}"),
+                 "check that HERMES_HOME (default ~/.hermes) exists and is writable")
         fail(redact(f"{type(e).__name__}: {e}"))
+    except Exception as e:  # a bug: one line for users, the traceback with HERMES_DEBUG=1
+        import os
+
+        if os.environ.get("HERMES_DEBUG"):
+            raise
+        fail(redact(f"internal error: {type(e).__name__}: {e}"),
+             "this is a Hermes bug; rerun with HERMES_DEBUG=1 for the traceback and report it")
