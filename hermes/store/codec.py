@@ -18,7 +18,8 @@ from typing import Any
 
 import orjson
 
-from ..messages import Part, Text, part_from_dict, part_to_dict
+from ..errors import HistoryError
+from ..messages import Part, Reasoning, RouteKey, Text, ToolCall, part_from_dict, part_to_dict
 
 __all__ = ["TEXT_KEY", "PartRow", "blob_hash", "part_from_row", "part_to_row"]
 
@@ -55,11 +56,38 @@ def part_to_row(part: Part) -> PartRow:
     return kind, text, data, blob_hash(blob) if blob is not None else None, blob, blob_kind
 
 
+_ORIGINS: dict[tuple[str, str, str, str], RouteKey] = {}
+_PLAIN_REASONING = frozenset({"origin", "blob_kind", "item_id"})
+
+
+def _fast_part(kind: str, text: str, d: dict[str, Any], blob: str | None) -> Part | None:
+    """The common shapes without the general validator (resume of long sessions is hot);
+    anything unusual returns None and goes through ``part_from_dict``, which reports errors."""
+    try:
+        if kind == "reasoning" and d.keys() <= _PLAIN_REASONING:
+            o = d["origin"]
+            key = (o["provider"], o["host"], o["model"], o["wire"])
+            if not all(type(v) is str for v in key):
+                return None
+            origin = _ORIGINS.get(key)
+            if origin is None:
+                origin = _ORIGINS[key] = RouteKey(*key)
+            return Reasoning(text, origin, blob, d.get("blob_kind"), d.get("item_id"))
+        if kind == "tool_call" and d.keys() == {"id", "name"} and type(d["id"]) is str and type(d["name"]) is str:
+            return ToolCall(d["id"], d["name"], text)
+    except (KeyError, TypeError, AttributeError, HistoryError):
+        return None
+    return None
+
+
 def part_from_row(kind: str, text: str, data: str | None, blob: str | None) -> Part:
     """Rebuild a part from its columns (and its blob's data when it has one)."""
     if kind == "text" and data is None:
         return Text(text)  # the common case, no JSON work
     d: dict[str, Any] = orjson.loads(data) if data else {}
+    fast = _fast_part(kind, text, d, blob)
+    if fast is not None:
+        return fast
     d["kind"] = kind
     d[TEXT_KEY[kind]] = text
     if blob is not None:
