@@ -105,6 +105,10 @@ def _send(wire: ModuleType, resolved: Resolved, body: dict[str, Any], *, stream:
     if hasattr(wire, "call"):
         wire.call(resolved, body, stream=stream, api_key=key, feed=feed)
         return
+
+    # A wire that needs per-response state (``<think>`` splitting, part order) offers
+    # ``decoder(resolved)`` with the same two verbs; otherwise the module functions serve.
+    dec = wire.decoder(resolved) if hasattr(wire, "decoder") else wire
     url, headers = wire.endpoint(resolved, stream=stream)
     headers = {"content-type": "application/json", **headers, **auth_headers(resolved.route, key)}
     own = transport is None
@@ -115,7 +119,9 @@ def _send(wire: ModuleType, resolved: Resolved, body: dict[str, Any], *, stream:
         if stream:
             # A wire whose stream needs memory (Anthropic: which block index is thinking)
             # offers ``new_decoder()``: one fresh decoder per stream.
-            decode = wire.new_decoder() if hasattr(wire, "new_decoder") else wire.decode_event
+            # (``decoder(resolved)`` above serves both paths and wins when a wire offers it.)
+            decode = (dec.decode_event if dec is not wire
+                      else wire.new_decoder() if hasattr(wire, "new_decoder") else wire.decode_event)
             with t.stream(url, raw, headers, route=route) as r:
                 for event, data in iter_sse(r.iter_lines()):
                     feed(decode(event, data))
@@ -129,7 +135,7 @@ def _send(wire: ModuleType, resolved: Resolved, body: dict[str, Any], *, stream:
                 payload = orjson.loads(content)
             except orjson.JSONDecodeError:
                 raise StreamError(f"{route}: response is not JSON: {content[:120]!r}") from None
-            feed(wire.from_wire(payload))
+            feed(dec.from_wire(payload))
     finally:
         if own:
             t.close()
