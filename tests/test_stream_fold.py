@@ -11,6 +11,7 @@ calls, usage with reasoning tokens.
 
 from __future__ import annotations
 
+import itertools
 import string
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,7 +146,7 @@ def _cut(draw: st.DrawFn, text: str) -> list[str]:
         return []
     points = sorted(set(draw(st.lists(st.integers(1, max(1, len(text) - 1)), max_size=6))))
     bounds = [0, *[p for p in points if p < len(text)], len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _detail_fragments(draw: st.DrawFn, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -271,7 +272,7 @@ def _check_meaning(r: Response, s: Spec) -> None:
     """The shared result is also the right one (both paths could agree on a wrong answer)."""
     parts = r.message.parts
     reasoning = [p for p in parts if isinstance(p, Reasoning)]
-    expect_text = s.reasoning if s.source != "think" else s.reasoning
+    expect_text = s.reasoning
     native = bool(s.copilot_opaque or s.msg_sig or any(c[3] != "none" for c in s.calls)
                   or (s.source == "copilot" and s.reasoning))
     if expect_text or s.details or native:

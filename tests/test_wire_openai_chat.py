@@ -8,12 +8,28 @@ import orjson
 import pytest
 
 from hermes.errors import StreamError, UnsupportedPart
-from hermes.messages import Compaction, Message, NativeRecord, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.messages import (
+    Compaction,
+    Message,
+    NativeRecord,
+    Reasoning,
+    RouteKey,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from hermes.replay import Settings, plan_replay
 from hermes.resolve import Resolved, resolve
 from hermes.stream import Accumulator, FinishDelta, NativeDelta, ReasoningDelta, Response
 from hermes.wire import ToolSpec
-from hermes.wire.openai_chat import SUMMARY_PREFIX, decode_event, decoder, endpoint, from_wire, to_wire
+from hermes.wire.openai_chat import (
+    SUMMARY_PREFIX,
+    decode_event,
+    decoder,
+    endpoint,
+    from_wire,
+    to_wire,
+)
 
 TOOLS = (ToolSpec("ls", "List files", {"type": "object", "properties": {"path": {"type": "string"}}}),)
 BASE_KEYS = {"role", "content", "tool_calls"}
