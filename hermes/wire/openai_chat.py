@@ -270,12 +270,13 @@ class ChatDecoder:
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:
             raise StreamError(f"malformed stream chunk (not JSON): {data[:120]!r}") from None
-        if not isinstance(chunk, dict):
+        if type(chunk) is not dict:
             raise StreamError(f"malformed stream chunk (not an object): {data[:120]!r}")
-        if "error" in chunk:
+        get = chunk.get
+        if get("error") is not None:
             _raise_error(chunk)
         out: list[Delta] = []
-        choices = chunk.get("choices")
+        choices = get("choices")
         if choices:
             choice = choices[0]
             delta = choice.get("delta")
@@ -285,7 +286,7 @@ class ChatDecoder:
             if reason:
                 self._flush(out)
                 out.append(FinishDelta(reason))
-        usage = chunk.get("usage")
+        usage = get("usage")
         if usage:
             out.append(UsageDelta(usage))
         return out
@@ -295,41 +296,58 @@ class ChatDecoder:
         if not self._started:
             self._started = True
             out.append(ReasoningDelta(_RKEY))  # reserve the reasoning slot: first part of the turn
-        get = m.get
-        rtext = get("reasoning_content") or get("reasoning")
-        copilot_text = get("reasoning_text")
+        # one pass over the (usually one or two) keys a delta has, instead of probing for all
+        rc = r = ctext = details = opaque = ext = content = refusal = calls = None
+        for k, v in m.items():
+            if not v:
+                continue
+            if k == "content":
+                content = v
+            elif k == "reasoning_content":
+                rc = v
+            elif k == "reasoning":
+                r = v
+            elif k == "reasoning_details":
+                details = v
+            elif k == "tool_calls":
+                calls = v
+            elif k == "reasoning_text":
+                ctext = v
+            elif k == "reasoning_opaque":
+                opaque = v
+            elif k == "extra_content":
+                ext = v
+            elif k == "refusal":
+                refusal = v
+        rtext = rc or r
         if rtext:
-            if isinstance(rtext, str):
+            if type(rtext) is str:
                 out.append(ReasoningDelta(_RKEY, rtext))
-        elif copilot_text and isinstance(copilot_text, str):
-            out.append(ReasoningDelta(_RKEY, copilot_text))
-        details = get("reasoning_details")
+        elif type(ctext) is str:
+            out.append(ReasoningDelta(_RKEY, ctext))
         if details:
-            if not isinstance(details, list):
+            if type(details) is not list:
                 raise StreamError("reasoning_details is not a list")
             out.append(DetailsDelta(tuple(details), _RKEY))
-        opaque = get("reasoning_opaque")
-        msg_sig = _google_sig(get("extra_content"))
-        if (copilot_text and isinstance(copilot_text, str)) or opaque or msg_sig:
-            out.append(NativeDelta(
-                _RKEY,
-                thought_signature=msg_sig,
-                reasoning_opaque=opaque if isinstance(opaque, str) and opaque else None,
-                reasoning_text=copilot_text if isinstance(copilot_text, str) else "",
-            ))
-        content = get("content")
+        if ctext or opaque or ext:
+            msg_sig = _google_sig(ext)
+            if type(ctext) is str or type(opaque) is str or msg_sig:
+                out.append(NativeDelta(
+                    _RKEY,
+                    thought_signature=msg_sig,
+                    reasoning_opaque=opaque if type(opaque) is str else None,
+                    reasoning_text=ctext if type(ctext) is str else "",
+                ))
         if content:
-            if isinstance(content, str):
+            if type(content) is str:
                 if self._mode == 3:
                     out.append(TextDelta(_TKEY, content))
                 else:
                     self._think(content, out)
             elif isinstance(content, list):
                 _content_list(content, out)
-        refusal = get("refusal")
-        if refusal and isinstance(refusal, str):
+        if type(refusal) is str:
             out.append(TextDelta(_TKEY, refusal))
-        calls = get("tool_calls")
         if calls:
             self._calls(calls, out, whole)
         if whole:
