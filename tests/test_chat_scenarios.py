@@ -12,8 +12,9 @@ import pytest
 
 pytest.importorskip("hermes.emulate.openai_chat")
 
-from hermes import provider
 from hermes.emulate.chat_rules import FACTS
+
+from hermes import provider
 from hermes.messages import Message, Reasoning, ToolCall, ToolResult
 from hermes.resolve import resolve
 from hermes.wire import ToolSpec
