@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 pytest.importorskip("hermes.emulate.openai_chat")
+FACTS = pytest.importorskip("hermes.emulate.chat_rules").FACTS
 
-from hermes.emulate.chat_rules import FACTS
 
 from hermes import provider
 from hermes.messages import Message, Reasoning, ToolCall, ToolResult
