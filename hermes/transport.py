@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -28,11 +30,24 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _MAX_RETRY_AFTER = 30.0
 
 
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TAGS = re.compile(r"<[^>]+>")
+
+
 def _error_text(status: int, body: str) -> str:
-    """The provider's own error message, or a short description of a non-JSON body."""
+    """The provider's own error message, or a short description of a non-JSON body.
+
+    An HTML page almost always comes from a proxy, load balancer or gateway in front of the
+    provider, not from the API itself; say so and show its title instead of the markup.
+    """
     try:
         data: Any = orjson.loads(body)
     except orjson.JSONDecodeError:
+        head = body.lstrip()[:200].lower()
+        if head.startswith(("<!doctype html", "<html")) or "<body" in head or "<head" in head:
+            m = _TITLE.search(body)
+            title = " ".join(_TAGS.sub(" ", m.group(1) if m else body).split())[:120]
+            return f"HTML error page from a proxy or gateway in front of the API: {title!r}"
         snippet = " ".join(body.split())[:160]
         return f"non-JSON error body: {snippet!r}" if snippet else "empty error body"
     msg: Any = data
@@ -65,6 +80,11 @@ def _retry_after(headers: Mapping[str, str], attempt: int) -> float:
         try:
             return min(max(float(raw), 0.0), _MAX_RETRY_AFTER)
         except ValueError:
+            pass
+        try:  # the HTTP-date form
+            when = parsedate_to_datetime(raw)
+            return min(max(when.timestamp() - time.time(), 0.0), _MAX_RETRY_AFTER)
+        except (TypeError, ValueError, IndexError):
             pass
     return min(0.25 * (2**attempt), 8.0)
 

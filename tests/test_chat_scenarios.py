@@ -1,0 +1,162 @@
+"""Every chat personality, over real HTTP, through the real call path: think + call a tool, then
+send the tool result and check that request 2 carried turn 1's reasoning in exactly the route's
+fields — asserted on the body the emulator logged, present keys and absent keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from hermes import provider
+from hermes.messages import Message, Reasoning, ToolCall, ToolResult
+from hermes.resolve import resolve
+from hermes.wire import ToolSpec
+
+pytest.importorskip("hermes.emulate.openai_chat")  # until the chat emulator is on this branch
+FACTS = pytest.importorskip("hermes.emulate.chat_rules").FACTS
+
+ROUTES = ["openrouter", "kilo", "vercel", "nous", "novita", "minimax", "tencent", "deepseek", "kimi", "mimo", "glm", "dashscope", "mistral", "groq", "cerebras", "sambanova", "hunyuan", "xai", "fireworks", "openai", "vllm", "llamacpp", "lmstudio", "ollama", "sglang", "local", "generic", "copilot", "gemini-openai"]
+MODEL = {"copilot": "gemini-3-pro-preview", "gemini-openai": "gemini-3-pro-preview", "openai": "gpt-oss-120b"}
+TOOLS = (ToolSpec("ls", "List files", {"type": "object", "properties": {"path": {"type": "string"}},
+                                       "required": ["path"]}),)
+CARRIER_KEYS = {"reasoning_content", "reasoning", "reasoning_details", "reasoning_text", "reasoning_opaque",
+                "extra_content"}
+
+
+def model_for(key: str) -> str:
+    return MODEL.get(key, FACTS[key].models[0])
+
+
+def run(emu: Any, key: str, history: list[Message], *, stream: bool, model: str | None = None) -> tuple[
+        provider.Exchange, dict[str, Any]]:
+    resolved = resolve(key, emu.url(key), model or model_for(key))
+    before = len(emu.requests(key))
+    ex = provider.complete(resolved, history, tools=TOOLS, stream=stream, api_key="test-key")
+    logged = emu.requests(key)[before:]
+    assert len(logged) == 1, "one request, no retry"
+    return ex, logged[0]["body"]
+
+
+def sent_assistant(body: dict[str, Any]) -> dict[str, Any]:
+    return [m for m in body["messages"] if m["role"] == "assistant"][-1]
+
+
+def two_turns(emu: Any, key: str, stream: bool) -> tuple[Message, dict[str, Any], provider.Exchange]:
+    history = [Message.system("You are terse."), Message.user(f"what is in the workspace? ({key}, {stream})")]
+    ex1, _ = run(emu, key, history, stream=stream)
+    turn1 = ex1.response.message
+    assert ex1.response.finish_reason == "tool_calls"
+    call = turn1.tool_calls[0]
+    history += [turn1, Message("tool", (ToolResult(call.id, "a.txt b.txt", "ls"),))]
+    ex2, body2 = run(emu, key, history, stream=stream)
+    return turn1, body2, ex2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("key", ROUTES)
+def test_tool_loop_replays_reasoning_in_exactly_the_routes_fields(emulator: Any, key: str, stream: bool) -> None:
+    turn1, body2, ex2 = two_turns(emulator, key, stream)
+    route = resolve(key, emulator.url(key), model_for(key)).route
+    reasoning = turn1.reasoning
+    part = reasoning[0] if reasoning else None
+    if part is not None:
+        assert turn1.parts[0] is part and part.origin.provider == key
+    text = part.text.strip() if part else ""
+
+    expected: dict[str, Any] = {}
+    if not route.strict:
+        for f in ("reasoning_content", "reasoning"):
+            if f in route.carriers and text:
+                expected[f] = part.text if part else None
+        if route.must_echo and not text:
+            expected["reasoning_content"] = " "
+        if "reasoning_details" in route.carriers and part is not None and part.blob_kind == "openrouter.details":
+            expected["reasoning_details"] = orjson.loads(part.blob or "")
+    native = part.native if part is not None else None
+    if native and "reasoning_opaque" in route.native and native.reasoning_opaque:
+        expected["reasoning_opaque"] = native.reasoning_opaque
+        if native.reasoning_text:
+            expected["reasoning_text"] = native.reasoning_text
+    if native and native.thought_signature and "thought_signature" in route.native:
+        expected["extra_content"] = {"google": {"thought_signature": native.thought_signature}}
+
+    sent = sent_assistant(body2)
+    assert {k: v for k, v in sent.items() if k in CARRIER_KEYS} == expected
+    assert set(sent) == {"role", "content", "tool_calls", *expected}
+    sent_call = sent["tool_calls"][0]
+    sigs = dict(native.tool_signatures) if native else {}
+    call_id = turn1.tool_calls[0].id
+    if call_id in sigs and "tool_signatures" in route.native:
+        if "reasoning_opaque" in route.native:
+            assert sent_call["function"]["thought_signature"] == sigs[call_id]
+            assert "extra_content" not in sent_call
+        else:
+            assert sent_call["extra_content"] == {"google": {"thought_signature": sigs[call_id]}}
+    else:
+        assert set(sent_call) == {"id", "type", "function"} and set(sent_call["function"]) == {"name", "arguments"}
+
+    if route.strict:
+        assert not (set(sent) & CARRIER_KEYS - set(route.native) - {"reasoning_text", "extra_content"})
+    answer = ex2.response
+    assert answer.finish_reason == "stop" and "Done" in answer.message.text
+
+
+@pytest.mark.parametrize("key", ["deepseek", "kimi", "mimo"])
+def test_must_echo_pads_a_tool_turn_that_had_no_reasoning(emulator: Any, key: str) -> None:
+    history = [Message.user("list files"),
+               Message("assistant", (ToolCall("call_x1", "ls", '{"path":"."}'),)),
+               Message("tool", (ToolResult("call_x1", "a.txt", "ls"),))]
+    ex, body = run(emulator, key, history, stream=True)
+    assert sent_assistant(body)["reasoning_content"] == " "
+    assert ex.response.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("source", ["copilot", "gemini-openai"])
+def test_native_fields_reach_only_their_own_route(emulator: Any, source: str) -> None:
+    history = [Message.user(f"look around ({source} then switch)")]
+    ex1, _ = run(emulator, source, history, stream=True)
+    turn1 = ex1.response.message
+    native = turn1.reasoning[0].native
+    assert native and native.tool_signatures, "turn 1 captured its native record"
+    call = turn1.tool_calls[0]
+    history += [turn1, Message("tool", (ToolResult(call.id, "a.txt", "ls"),))]
+    targets = ("openrouter", "groq") + (("copilot",) if source == "gemini-openai" else ())
+    for target in targets:
+        _, body = run(emulator, target, history, stream=False)
+        sent = sent_assistant(body)
+        assert not {"reasoning_opaque", "reasoning_text", "extra_content"} & set(sent), target
+        assert set(sent["tool_calls"][0]) == {"id", "type", "function"}, target
+        assert set(sent["tool_calls"][0]["function"]) == {"name", "arguments"}, target
+    # and back on its own route, the record is sent again
+    _, body = run(emulator, source, history, stream=False)
+    sent = sent_assistant(body)
+    if source == "copilot":
+        assert sent["reasoning_opaque"] == native.reasoning_opaque
+        assert sent["tool_calls"][0]["function"]["thought_signature"] == dict(native.tool_signatures)[call.id]
+    else:
+        assert sent["tool_calls"][0]["extra_content"]["google"]["thought_signature"] == dict(
+            native.tool_signatures)[call.id]
+
+
+def test_stored_turn_is_the_same_streamed_or_not(emulator: Any) -> None:
+    for key in ("openrouter", "copilot", "nous", "minimax", "gemini-openai"):
+        history = [Message.user(f"same either way ({key})")]
+        a, _ = run(emulator, key, history, stream=False)
+        b, _ = run(emulator, key, history, stream=True)
+        pa = [p for p in a.response.message.parts if isinstance(p, Reasoning)]
+        pb = [p for p in b.response.message.parts if isinstance(p, Reasoning)]
+        assert pa == pb and a.response.message.tool_calls == b.response.message.tool_calls, key
+
+
+@pytest.mark.xfail(strict=True, reason="planner gap: a foreign tool turn sent to gemini-openai gets no "
+                   "skip_thought_signature_validator pad on the chat wire, and Gemini 3 answers 400")
+def test_foreign_tool_turn_to_gemini_compat_is_accepted(emulator: Any) -> None:
+    history = [Message.user("look around (copilot then gemini-openai)")]
+    ex1, _ = run(emulator, "copilot", history, stream=False)
+    call = ex1.response.message.tool_calls[0]
+    history += [ex1.response.message, Message("tool", (ToolResult(call.id, "a.txt", "ls"),))]
+    ex2, _ = run(emulator, "gemini-openai", history, stream=False)
+    assert ex2.response.finish_reason == "stop"
