@@ -251,6 +251,11 @@ def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_lo
     if details:
         fields["reasoning_details"] = details
     fields.update(native_fields)
+    calls = [p for p in others if isinstance(p, ToolCall)]
+    if "thought_signature" in route.native and calls and not any(c.id in tool_sigs for c in calls):
+        tool_sigs[calls[0].id] = GEMINI_SKIP_SIGNATURE
+        decisions.append(Decision(None, "pad", ("thought_signature",),
+                                  "call has no signature of its own: documented validator skip"))
     return PlannedMessage(index, m.role, others, fields, tool_sigs, None, tuple(decisions))
 
 

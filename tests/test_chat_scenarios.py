@@ -151,8 +151,6 @@ def test_stored_turn_is_the_same_streamed_or_not(emulator: Any) -> None:
         assert pa == pb and a.response.message.tool_calls == b.response.message.tool_calls, key
 
 
-@pytest.mark.xfail(strict=True, reason="planner gap: a foreign tool turn sent to gemini-openai gets no "
-                   "skip_thought_signature_validator pad on the chat wire, and Gemini 3 answers 400")
 def test_foreign_tool_turn_to_gemini_compat_is_accepted(emulator: Any) -> None:
     history = [Message.user("look around (copilot then gemini-openai)")]
     ex1, _ = run(emulator, "copilot", history, stream=False)

@@ -113,6 +113,8 @@ def test_native_records_reach_only_their_owner(key):
         elif key == owner == "copilot":
             assert pm.fields["reasoning_opaque"] == "OPAQUE" and pm.fields["reasoning_text"] == "readable"
             assert dict(pm.tool_signatures) == {"call_1": "CSIG"}
+        elif key == "gemini-openai":  # a foreign tool turn gets Gemini's documented validator skip
+            assert native_keys == set() and dict(pm.tool_signatures) == {"call_1": GEMINI_SKIP_SIGNATURE}
         else:
             assert native_keys == set() and dict(pm.tool_signatures) == {}
 

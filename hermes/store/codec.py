@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from ..errors import HistoryError
-from ..messages import Part, Reasoning, RouteKey, Text, ToolCall, part_from_dict, part_to_dict
+from ..messages import Part, Reasoning, RouteKey, Text, ToolCall, ToolResult, part_from_dict, part_to_dict
 
 __all__ = ["TEXT_KEY", "PartRow", "blob_hash", "part_from_row", "part_to_row"]
 
@@ -58,6 +58,7 @@ def part_to_row(part: Part) -> PartRow:
 
 _ORIGINS: dict[tuple[str, str, str, str], RouteKey] = {}
 _PLAIN_REASONING = frozenset({"origin", "blob_kind", "item_id"})
+_PLAIN_RESULT = frozenset({"call_id", "name", "is_error"})
 
 
 def _fast_part(kind: str, text: str, d: dict[str, Any], blob: str | None) -> Part | None:
@@ -67,12 +68,17 @@ def _fast_part(kind: str, text: str, d: dict[str, Any], blob: str | None) -> Par
         if kind == "reasoning" and d.keys() <= _PLAIN_REASONING:
             o = d["origin"]
             key = (o["provider"], o["host"], o["model"], o["wire"])
-            if not all(type(v) is str for v in key):
-                return None
             origin = _ORIGINS.get(key)
             if origin is None:
+                if not all(type(v) is str for v in key):
+                    return None
                 origin = _ORIGINS[key] = RouteKey(*key)
             return Reasoning(text, origin, blob, d.get("blob_kind"), d.get("item_id"))
+        if kind == "tool_result" and d.keys() <= _PLAIN_RESULT and type(d["call_id"]) is str:
+            name, is_error = d.get("name", ""), d.get("is_error", False)
+            if type(name) is str and type(is_error) is bool:
+                return ToolResult(d["call_id"], text, name, is_error)
+            return None
         if kind == "tool_call" and d.keys() == {"id", "name"} and type(d["id"]) is str and type(d["name"]) is str:
             return ToolCall(d["id"], d["name"], text)
     except (KeyError, TypeError, AttributeError, HistoryError):
