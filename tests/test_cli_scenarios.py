@@ -96,7 +96,8 @@ def test_resume_and_branch_replay_turn_one_reasoning(route, stream, emulator, he
     assert out["stopped"] == "answer" and out["steps"] >= 2
     stored = Store(hermes_home / "state.db").load(sid)
     tool_turn = next(m for m in stored if m.role == "assistant" and m.tool_calls)
-    assert reasoning_of(tool_turn), "turn 1 stored no reasoning"
+    if route != "mistral":  # Mistral's emulator, like chat-completions Mistral, returns no reasoning field
+        assert reasoning_of(tool_turn), "turn 1 stored no reasoning"
 
     def next_request_carries_turn_one(session: str) -> None:
         before = len(emulator.requests(personality))

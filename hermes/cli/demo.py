@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,46 +78,53 @@ def demo(home: Path | None) -> None:
 
     home = home or Path(tempfile.mkdtemp(prefix="hermes-demo-"))
     env = {**os.environ, "HERMES_HOME": str(home), "HERMES_API_KEY": "demo-key"}
-    console = Console()
+    import shutil
+
+    console = Console(width=max(shutil.get_terminal_size((120, 24)).columns, 100))
     with Emulator(["deepseek", "openrouter", "anthropic", "gemini", "mistral"]) as emu:
         work = Path(tempfile.mkdtemp(prefix="hermes-demo-work-"))
         (work / "notes.txt").write_text("Hermes keeps reasoning across turns.\n")
 
-        def run(args: list[str]) -> dict[str, Any]:
-            return _run(args, env, cwd=work)
-        steps: list[tuple[str, list[str]]] = []
-        first = run(["chat", "-q", "What is in this directory?", "-p", "deepseek", "-m", "deepseek-v4",
-                      "-u", emu.url("deepseek"), "--json"])
-        sid = first["session_id"]
-        steps.append(("1. DeepSeek turn with a tool call", ["deepseek"]))
-        run(["chat", "--resume", sid, "-q", "Which file matters most?", "--json"])
-        steps.append(("2. --resume in a new process (same route)", ["deepseek"]))
-        run(["chat", "--resume", sid, "-q", "Summarise it.", "-p", "openrouter", "-m", "anthropic/claude-sonnet-4.5",
-              "-u", emu.url("openrouter"), "--json"])
-        steps.append(("3. switch provider to OpenRouter", ["openrouter"]))
-        branch = run(["sessions", "branch", sid, "--json"])["id"]
-        run(["chat", "--resume", branch, "-q", "Look again, carefully.", "-p", "anthropic", "-m", "claude-opus-5",
-              "-u", emu.url("anthropic"), "--json"])
-        steps.append(("4. branch, continued on Anthropic", ["anthropic"]))
-        run(["chat", "--resume", branch, "-q", "And once more.", "-p", "gemini", "-m", "gemini-3-pro-preview",
-              "-u", emu.url("gemini"), "--json"])
-        steps.append(("5. same branch on Gemini", ["gemini"]))
-        run(["chat", "--resume", sid, "-q", "Final answer?", "-p", "mistral", "-m", "mistral-medium-latest",
-              "-u", emu.url("mistral"), "--json"])
-        steps.append(("6. original session on Mistral (strict)", ["mistral"]))
+        ids: dict[str, str] = {}
+        script: list[tuple[str, str, Callable[[], list[str]]]] = [
+            ("1. DeepSeek turn with a tool call", "deepseek", lambda: [
+                "chat", "-q", "What is in this directory?", "-p", "deepseek", "-m", "deepseek-v4",
+                "-u", emu.url("deepseek"), "--json"]),
+            ("2. --resume in a new process", "deepseek", lambda: [
+                "chat", "--resume", ids["main"], "-q", "Which file matters most?", "--json"]),
+            ("3. switch provider to OpenRouter", "openrouter", lambda: [
+                "chat", "--resume", ids["main"], "-q", "Summarise it.", "-p", "openrouter",
+                "-m", "anthropic/claude-sonnet-4.5", "-u", emu.url("openrouter"), "--json"]),
+            ("4. branch, continued on Anthropic", "anthropic", lambda: [
+                "chat", "--resume", ids["branch"], "-q", "Look again, carefully.", "-p", "anthropic",
+                "-m", "claude-opus-5", "-u", emu.url("anthropic"), "--json"]),
+            ("5. same branch on Gemini", "gemini", lambda: [
+                "chat", "--resume", ids["branch"], "-q", "And once more.", "-p", "gemini",
+                "-m", "gemini-3-pro-preview", "-u", emu.url("gemini"), "--json"]),
+            ("6. first session on Mistral (strict)", "mistral", lambda: [
+                "chat", "--resume", ids["main"], "-q", "Final answer?", "-p", "mistral",
+                "-m", "mistral-medium-latest", "-u", emu.url("mistral"), "--json"]),
+        ]
+        rows: list[tuple[str, str, list[dict[str, Any]]]] = []
+        for label, name, args in script:
+            if label.startswith("4."):
+                ids["branch"] = _run(["sessions", "branch", ids["main"], "--json"], env, work)["id"]
+            start = len(emu.requests(name))
+            out = _run(args(), env, work)
+            ids.setdefault("main", out["session_id"])
+            rows.append((label, name, emu.requests(name)[start:]))
 
         table = Table(title="What each request carried back (read from the emulators' request logs)")
         for col in ("step", "route", "request", "reasoning sent back on assistant messages"):
             table.add_column(col, overflow="fold")
-        seen: dict[str, int] = {}
-        for label, names in steps:
-            for name in names:
-                reqs = emu.requests(name)
-                new = reqs[seen.get(name, 0):]
-                seen[name] = len(reqs)
-                for n, r in enumerate(new, 1):
-                    table.add_row(label if n == 1 else "", name, str(n), sent_reasoning(r["body"]))
+        for label, name, reqs in rows:
+            for n, r in enumerate(reqs, 1):
+                table.add_row(label if n == 1 else "", name, str(n), sent_reasoning(r["body"]))
         console.print(table)
+    console.print("RC = reasoning_content, R = reasoning, RD = reasoning_details (signed entries, verbatim); "
+                  "DeepSeek must get RC back on tool turns, Mistral rejects any reasoning key, Anthropic and "
+                  "Gemini take back only their own signed blocks / signatures (foreign calls get Gemini's "
+                  "validator skip).")
     console.print(f"Every request was accepted. Sessions are in {home}:")
-    console.print(f"  HERMES_HOME={home} hermes sessions show {sid}")
+    console.print(f"  HERMES_HOME={home} hermes sessions show {ids['main']}")
     console.print(f"  HERMES_HOME={home} hermes logs")

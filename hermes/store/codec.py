@@ -19,7 +19,16 @@ from typing import Any
 import orjson
 
 from ..errors import HistoryError
-from ..messages import Part, Reasoning, RouteKey, Text, ToolCall, ToolResult, part_from_dict, part_to_dict
+from ..messages import (
+    Part,
+    Reasoning,
+    RouteKey,
+    Text,
+    ToolCall,
+    ToolResult,
+    part_from_dict,
+    part_to_dict,
+)
 
 __all__ = ["TEXT_KEY", "PartRow", "blob_hash", "part_from_row", "part_to_row"]
 
