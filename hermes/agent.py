@@ -19,7 +19,7 @@ from .errors import ProviderHTTPError
 from .logs import log_event, plan_summary
 from .messages import Message
 from .provider import Exchange, complete
-from .replay import Settings
+from .replay import BuildCache, Settings
 from .resolve import Resolved
 from .stream import Delta
 from .tools import Toolbox
@@ -53,6 +53,8 @@ class Agent:
     max_steps: int = 12
     transport: Transport | None = None
     on_event: Event | None = None
+    cache: BuildCache = field(default_factory=BuildCache)
+    """Plans and renders of already-built messages, reused by the next request."""
 
     def _emit(self, kind: str, payload: Any) -> None:
         if self.on_event is not None:
@@ -103,7 +105,8 @@ class Agent:
 
         try:
             ex = complete(resolved, history, tools=self.toolbox.specs, settings=self.settings, learned=learned,
-                          stream=self.stream, api_key=self.api_key, transport=self.transport, on_delta=on_delta)
+                          stream=self.stream, api_key=self.api_key, transport=self.transport, on_delta=on_delta,
+                          cache=self.cache)
         except ProviderHTTPError as e:
             log_event("request_failed", session=session_id, route=resolved.route.key, host=resolved.host,
                       model=resolved.model, status=e.status, error=str(e)[:300], step=step)

@@ -20,7 +20,7 @@ import orjson
 from .errors import ProviderHTTPError, StreamError
 from .keys import auth_headers, find_key
 from .messages import Message
-from .replay import Learned, ReplayPlan, Settings, plan_replay
+from .replay import BuildCache, Learned, ReplayPlan, Settings, plan_replay
 from .resolve import Resolved
 from .stream import Accumulator, Delta, Response
 from .transport import Transport
@@ -83,11 +83,15 @@ def complete(
     transport: Transport | None = None,
     on_delta: Callable[[Delta], None] | None = None,
     body_hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    cache: BuildCache | None = None,
 ) -> Exchange:
-    """Send one request built from ``history`` to ``resolved`` and fold the answer."""
+    """Send one request built from ``history`` to ``resolved`` and fold the answer.
+
+    ``cache`` (one per conversation) lets a request rebuilt after each tool step reuse the
+    plans and renders of the messages it already built."""
     wire = get_wire(resolved.route.wire)
-    plan = plan_replay(history, resolved, learned, settings)
-    body = wire.to_wire(plan, tools=tools, settings=settings, stream=stream)
+    plan = plan_replay(history, resolved, learned, settings, cache=cache)
+    body = wire.to_wire(plan, tools=tools, settings=settings, stream=stream, cache=cache)
     if body_hook is not None:
         body = body_hook(body)
     key = find_key(resolved.route, api_key)

@@ -32,6 +32,7 @@ from .routes import Route, deep_merge
 __all__ = [
     "GEMINI_SKIP_SIGNATURE",
     "PAD",
+    "BuildCache",
     "Decision",
     "Learned",
     "PlannedMessage",
@@ -129,24 +130,80 @@ def _who(k: RouteKey) -> str:
     return f"{k.provider}@{k.host}/{k.model}"
 
 
+class BuildCache:
+    """Memo of per-message plans and renders for one conversation, keyed by object identity.
+
+    Stored messages are immutable and planning one depends only on (message, route, learned,
+    position, inside the open loop or not), so a request rebuilt after every tool step
+    re-plans and re-renders only what changed. Each entry keeps the object it was computed
+    from, so an ``id()`` can never be reused by another object while cached. Cached values are
+    shared between requests: treat plans and rendered bodies as read-only.
+    """
+
+    __slots__ = ("_entries", "last_plan", "last_render")
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[object, object, Any]] = {}
+        self.last_plan: tuple[object, Sequence[Message], int, list[PlannedMessage]] | None = None
+        """(key, messages, loop start, planned) of the previous plan: its prefix is reused whole."""
+        self.last_render: tuple[object, Sequence[PlannedMessage], list[Any]] | None = None
+        """(key, planned, rendered chunks) of the previous render, for the wire's own reuse."""
+
+    def get(self, obj: object, key: object, compute: Any) -> Any:
+        e = self._entries.get(id(obj))
+        if e is not None and e[0] is obj and e[1] == key:
+            return e[2]
+        value = compute()
+        self._entries[id(obj)] = (obj, key, value)
+        return value
+
+
+def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading items of ``a`` and ``b`` are the very same objects."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] is b[i]:
+        i += 1
+    return i
+
+
 def plan_replay(
     history: Sequence[Message],
     target: Resolved,
     learned: Learned = Learned(),
     settings: Settings = Settings(),
+    *,
+    cache: BuildCache | None = None,
 ) -> ReplayPlan:
-    """Decide, per stored part, what the request to ``target`` carries. Pure."""
+    """Decide, per stored part, what the request to ``target`` carries. Pure (the optional
+    ``cache`` only memoises results)."""
     start, msgs = window(history)
     loop_start = open_loop_start(msgs)
     route = target.route
     planner = _PLANNERS[route.wire]
-    planned = []
-    for offset, m in enumerate(msgs):
+    planned: list[PlannedMessage] = []
+    prefix_key = (route, target.host, target.model, learned, start)
+    if cache is not None and cache.last_plan is not None and cache.last_plan[0] == prefix_key:
+        _, prev_msgs, prev_loop, prev_planned = cache.last_plan
+        keep = min(common_prefix(prev_msgs, msgs), prev_loop, loop_start)
+        planned = prev_planned[:keep]
+    for offset in range(len(planned), len(msgs)):
+        m = msgs[offset]
+        index = start + offset
         if m.role != "assistant":
-            planned.append(PlannedMessage(start + offset, m.role, m.parts))
+            if cache is None:
+                planned.append(PlannedMessage(index, m.role, m.parts))
+            else:
+                planned.append(cache.get(m, index, lambda m=m, i=index: PlannedMessage(i, m.role, m.parts)))
             continue
         in_loop = offset >= loop_start
-        planned.append(planner(start + offset, m, target, learned, in_loop))
+        if cache is None:
+            planned.append(planner(index, m, target, learned, in_loop))
+        else:
+            key = (route, target.host, target.model, learned, in_loop, index)
+            planned.append(cache.get(m, key, lambda m=m, i=index, loop=in_loop: planner(i, m, target, learned, loop)))
+    if cache is not None:
+        cache.last_plan = (prefix_key, list(msgs), loop_start, list(planned))
     notes: list[str] = []
     thinking = settings.thinking
     if thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):

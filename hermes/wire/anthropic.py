@@ -31,7 +31,7 @@ import orjson
 
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
-from ..replay import ReplayPlan, Settings
+from ..replay import BuildCache, PlannedMessage, ReplayPlan, Settings
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import (
@@ -181,9 +181,14 @@ def _block(part: object, role: str) -> dict[str, Any] | None:
     raise UnsupportedPart(f"a {type(part).__name__} part cannot appear in a {role!r} message on the Anthropic wire")
 
 
-def _messages(plan: ReplayPlan) -> tuple[str, list[dict[str, Any]]]:
+def _blocks(m: PlannedMessage) -> list[dict[str, Any]]:
+    return [b for p in m.parts if (b := _block(p, m.role)) is not None]
+
+
+def _messages(plan: ReplayPlan, cache: BuildCache | None = None) -> tuple[str, list[dict[str, Any]]]:
     system: list[str] = []
     out: list[dict[str, Any]] = []
+    last: list[dict[str, Any]] | None = None  # the open message's own (uncached) content list
     for m in plan.messages:
         if m.role == "system":
             for p in m.parts:
@@ -195,13 +200,17 @@ def _messages(plan: ReplayPlan) -> tuple[str, list[dict[str, Any]]]:
                     raise UnsupportedPart(f"a {type(p).__name__} part cannot appear in a system message")
             continue
         role = "assistant" if m.role == "assistant" else "user"
-        blocks = [b for p in m.parts if (b := _block(p, m.role)) is not None]
+        if cache is None:
+            blocks = _blocks(m)
+        else:
+            blocks = cache.get(m, "anthropic", lambda m=m: _blocks(m))
         if not blocks:
             continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
+        if out and out[-1]["role"] == role and last is not None:
+            last.extend(blocks)
         else:
-            out.append({"role": role, "content": blocks})
+            last = list(blocks)  # cached block lists are shared: merge into a copy
+            out.append({"role": role, "content": last})
     return "\n\n".join(system), out
 
 
@@ -209,10 +218,10 @@ _DEFAULT_SETTINGS = Settings()
 
 
 def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = _DEFAULT_SETTINGS,
-            stream: bool = False) -> dict[str, Any]:
+            stream: bool = False, cache: object = None) -> dict[str, Any]:
     """The Messages request body for ``plan`` (Vertex: without ``model``, with its version)."""
     target = plan.target
-    system, messages = _messages(plan)
+    system, messages = _messages(plan, cache if isinstance(cache, BuildCache) else None)
     body: dict[str, Any] = {"model": target.model}
     if plan.thinking:
         fields, max_tokens = thinking_config(target.model, settings)

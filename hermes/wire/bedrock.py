@@ -99,7 +99,7 @@ def thinking_fields(model: str, settings: Settings, thinking: bool) -> tuple[dic
 
 
 def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings | None = None,
-            stream: bool = False) -> dict[str, Any]:
+            stream: bool = False, cache: object = None) -> dict[str, Any]:
     """The Converse keyword arguments for ``plan`` (the same for converse and converse_stream)."""
     system: list[dict[str, Any]] = []
     turns: list[tuple[str, list[dict[str, Any]]]] = []

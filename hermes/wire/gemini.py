@@ -187,7 +187,7 @@ _DEFAULT = Settings()
 
 
 def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = _DEFAULT,
-            stream: bool = False) -> dict[str, Any]:
+            stream: bool = False, cache: object = None) -> dict[str, Any]:
     """The ``GenerateContentRequest`` body. ``stream`` changes only the URL, not the body."""
     _, ids = _model_fact(plan.target.model)
     names = {p.id: p.name for m in plan.messages for p in m.parts if isinstance(p, ToolCall)}

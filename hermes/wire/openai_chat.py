@@ -21,13 +21,14 @@ Mistral ``content`` lists with ``thinking`` chunks; ``<think>`` tags.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import orjson
 
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Part, Text, ToolCall, ToolResult
-from ..replay import PlannedMessage, ReplayPlan, Settings
+from ..replay import BuildCache, PlannedMessage, ReplayPlan, Settings, common_prefix
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import (
@@ -84,12 +85,21 @@ def to_wire(
     tools: Sequence[ToolSpec] = (),
     settings: Settings = _DEFAULT_SETTINGS,
     stream: bool = False,
+    cache: BuildCache | None = None,
 ) -> dict[str, Any]:
     """The request body for ``plan``; nothing here decides what reasoning is replayed."""
     copilot_sigs = "reasoning_opaque" in plan.target.route.native
-    messages: list[dict[str, Any]] = []
-    for pm in plan.messages:
-        messages.extend(_render(pm, copilot_sigs))
+    if cache is None:
+        chunks = [_render(pm, copilot_sigs) for pm in plan.messages]
+    else:  # reuse the previous request's rendered prefix (same planned objects), render the rest
+        chunks = []
+        last = cache.last_render
+        if last is not None and last[0] == ("openai_chat", copilot_sigs):
+            chunks = last[2][: common_prefix(last[1], plan.messages)]
+        chunks += [cache.get(pm, copilot_sigs, lambda pm=pm: _render(pm, copilot_sigs))
+                   for pm in plan.messages[len(chunks):]]
+        cache.last_render = (("openai_chat", copilot_sigs), plan.messages, chunks)
+    messages: list[dict[str, Any]] = list(chain.from_iterable(chunks))
     body: dict[str, Any] = {"model": plan.target.model, "messages": messages}
     if tools:
         body["tools"] = [_tool(t) for t in tools]

@@ -57,6 +57,7 @@ def to_wire(
     tools: Sequence[ToolSpec] = (),
     settings: Settings = _DEFAULT_SETTINGS,
     stream: bool = False,
+    cache: object = None,
 ) -> dict[str, Any]:
     """The request body for ``plan``: input items in the stored order, nothing re-decided."""
     items: list[dict[str, Any]] = []
