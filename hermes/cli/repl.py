@@ -14,7 +14,7 @@ __all__ = ["run_repl"]
 
 HELP = """/branch [TITLE]          fork this session here and continue on the branch
 /compress                summarise older turns into a checkpoint (reasoning of kept turns stays)
-/model [PROVIDER:]MODEL  switch model (and provider) for the next turns
+/model [PROVIDER:]MODEL [BASE_URL]   switch model (and provider) for the next turns
 /sessions                list recent sessions
 /help                    this help
 /quit                    leave (Ctrl-D too); Ctrl-C cancels a running turn"""
@@ -72,13 +72,16 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
 
                     click.echo(compress_session(store, sid, resolved, api_key=agent.api_key), err=True)
                 elif cmd == "/model":
-                    provider, _, model = arg.rpartition(":") if ":" in arg else ("", "", arg)
+                    spec, _, url = arg.partition(" ")
+                    provider, _, model = spec.partition(":") if ":" in spec else ("", "", spec)
                     if not model:
-                        click.echo(f"current: {resolved.route.key}:{resolved.model}", err=True)
+                        click.echo(f"current: {resolved.route.key}:{resolved.model} at {resolved.base_url}", err=True)
                         continue
+                    same = not provider or provider == resolved.route.key
                     resolved = choose_route(config, provider=provider or resolved.route.key, model=model,
-                                            base_url=None)
-                    store.update_session(sid, provider=resolved.route.key, model=resolved.model, base_url="")
+                                            base_url=url.strip() or (resolved.base_url if same else None))
+                    explicit = resolved.base_url if resolved.base_url != resolved.route.base_url else ""
+                    store.update_session(sid, provider=resolved.route.key, model=resolved.model, base_url=explicit)
                     click.echo(f"now {resolved.route.key} · {resolved.model}", err=True)
                 elif cmd == "/sessions":
                     for s in store.list_sessions(10):

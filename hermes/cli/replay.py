@@ -52,28 +52,35 @@ def plan_report(plan: Any) -> dict[str, Any]:
     }
 
 
-def _load_history(source: str) -> list[Any]:
-    from ..errors import HistoryError
+def _load_history(source: str) -> tuple[list[Any], Any]:
+    """(history, session info or None) from a JSONL file or a stored session id."""
+    from ..errors import HistoryError, StoreError
     from ..messages import load_jsonl
 
     path = Path(source)
     if path.exists():
         try:
             with path.open("rb") as f:
-                return load_jsonl(f, source=str(path))
+                return load_jsonl(f, source=str(path)), None
         except OSError as e:
             raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
+    from ..paths import db_path
+    from ..store import Store
+
+    if not db_path().exists():
+        raise HistoryError(f"{source}: no such file or session")
+    store = Store()
     try:
-        from ..store import Store
-    except ImportError:
-        raise HistoryError(f"{source}: no such file") from None
-    return Store().load(source)
+        info = store.get_session(source)
+    except StoreError:
+        raise HistoryError(f"{source}: no such file or session", hint="`hermes sessions list` shows session ids") from None
+    return store.load(info.id), info
 
 
 @click.command()
 @click.argument("source")
 @click.option("--provider", "-p", help="Target provider / route name.")
-@click.option("--model", "-m", required=True, help="Target model id.")
+@click.option("--model", "-m", help="Target model id (default for a session: the one it last used).")
 @click.option("--base-url", "-u", help="Target base URL (decides the route without --provider).")
 @click.option("--effort", help="Reasoning effort to plan with.")
 @click.option("--no-thinking", is_flag=True, help="Plan as if thinking were off.")
@@ -84,12 +91,21 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     """Show what the next request to a route would carry from a history, part by part.
 
     SOURCE is a JSONL history in the documented form (`hermes sessions export` writes one)
-    or a session id. Nothing is sent and nothing is written.
+    or a session id (then the target defaults to the route the session last used). Nothing is
+    sent and nothing is written.
     """
     from ..replay import Settings, plan_replay
 
-    history = _load_history(source)
-    target = resolve_cli(provider, base_url, model)
+    history, info = _load_history(source)
+    if model is None and info is None:
+        raise click.UsageError("--model is required when SOURCE is a file")
+    if info is not None and (model is None or (provider is None and base_url is None and model == info.model)):
+        from ..config import load_config
+        from ..runtime import choose_route
+
+        target = choose_route(load_config(), provider=provider, model=model, base_url=base_url, session=info)
+    else:
+        target = resolve_cli(provider, base_url, model or "")
     settings = Settings(thinking=not no_thinking, effort=effort)
     plan = plan_replay(history, target, settings=settings)
     if show_body:
