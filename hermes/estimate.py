@@ -61,7 +61,7 @@ __all__ = [
     "tools_cost",
 ]
 
-VERSION = "est-1"
+VERSION = "est-2"
 """Basis version of the pricing below; change it whenever a constant changes so that learned
 factors (which correct *this* pricing) are dropped."""
 FACTOR_KIND = "token_factor"
@@ -105,6 +105,9 @@ class TextModel:
     """Per Han / kana / hangul / full-width character."""
     other: float
     """Per other non-ASCII character."""
+    long_word: float = 0.4
+    """Per letter beyond the 15th of a letter run: BPE splits long runs (identifiers, hashes,
+    ``yyyy…``) into 2-4 letter pieces, which the per-word count alone would miss."""
 
 
 FAMILIES: Mapping[str, TextModel] = {
@@ -187,6 +190,7 @@ def _bpe_count(text: str, name: str) -> int:
 
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{64,}={0,2}")
 _WORD = re.compile(r"[A-Za-z]+")
+_LONG_WORD = re.compile(r"[A-Za-z]{16,}")
 _DIGIT = re.compile(r"[0-9]")
 _PUNCT_RUN = re.compile(r"([!-/:-@\[-`{-~])\1{0,7}")
 _SPACE_RUN = re.compile(r" {2,}")
@@ -210,6 +214,8 @@ def _model_count(text: str, m: TextModel) -> int:
     est = (m.words * len(_WORD.findall(text)) + m.digits * len(_DIGIT.findall(text))
            + m.punct * len(_PUNCT_RUN.findall(text)) + m.newlines * text.count("\n")
            + m.space_runs * len(_SPACE_RUN.findall(text)) + m.cjk * cjk + m.other * (non_ascii - cjk))
+    if len(text) >= 16:
+        est += m.long_word * sum(len(w) - 15 for w in _LONG_WORD.findall(text))
     return blob_tokens + math.ceil(est)
 
 
