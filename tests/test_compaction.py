@@ -24,7 +24,16 @@ from hermes.compaction import (
     tail_walk,
 )
 from hermes.history import window
-from hermes.messages import Compaction, Message, Reasoning, RouteKey, Text, ToolCall, ToolResult, dumps
+from hermes.messages import (
+    Compaction,
+    Message,
+    Reasoning,
+    RouteKey,
+    Text,
+    ToolCall,
+    ToolResult,
+    dumps,
+)
 from hermes.replay import GEMINI_SKIP_SIGNATURE, Learned, PlannedMessage, Settings, plan_replay
 from hermes.resolve import resolve
 from hermes.store import Store
@@ -169,7 +178,7 @@ def test_auto_compaction_inside_a_tool_loop_keeps_the_loop_and_fires_once(
     assert not _asks_for_thinking(route, summary)
     # The request right after the compaction carries the open loop's reasoning byte-exact.
     history = store.load(sid)
-    start, win = window(history)
+    _, win = window(history)
     loop_call = [m for m in win if m.role == "assistant" and m.tool_calls][-1]
     assert win[win.index(loop_call) - 1].text == text  # the open loop of this turn was retained
     blobs = [p.blob for p in loop_call.reasoning if p.blob]

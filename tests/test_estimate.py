@@ -18,7 +18,16 @@ from hypothesis import strategies as st
 from hermes import estimate as est
 from hermes.agent import Agent
 from hermes.compaction import AutoCompactor, tail_walk
-from hermes.messages import Compaction, Message, NativeRecord, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.messages import (
+    Compaction,
+    Message,
+    NativeRecord,
+    Reasoning,
+    RouteKey,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from hermes.replay import Learned, plan_replay
 from hermes.resolve import resolve
 from hermes.routes import ROUTES
@@ -121,12 +130,12 @@ def test_long_text_is_encoded_in_chunks() -> None:
 
 # ----------------------------------------------------------------------------- what is priced
 
-O = RouteKey("anthropic", "api.anthropic.com", "claude-opus-4-6", "anthropic")
+ANT = RouteKey("anthropic", "api.anthropic.com", "claude-opus-4-6", "anthropic")
 SIG = base64.b64encode(random.Random(1).randbytes(600)).decode()
 
 
 def test_blob_the_route_will_not_receive_costs_nothing() -> None:
-    signed = Message("assistant", (Reasoning("let me think", O, SIG, "anthropic.signature"), Text("hi")))
+    signed = Message("assistant", (Reasoning("let me think", ANT, SIG, "anthropic.signature"), Text("hi")))
     h = [Message.user("q"), signed]
     own = est.estimate_history(h, resolve("anthropic", None, "claude-opus-4-6"))
     plain = est.estimate_history([Message.user("q"), Message("assistant", (Text("hi"),))],
