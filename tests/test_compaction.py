@@ -46,10 +46,9 @@ SCENARIOS = [
     ("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
     ("gemini", "gemini-2.5-flash"),
     ("openai-responses", "gpt-5"),
+    ("deepseek", "deepseek-v4-pro"),
+    ("openrouter", "anthropic/claude-sonnet-4.5"),
 ]
-# Not yet here: deepseek and openrouter run on the chat-completions wire, which is not on main
-# when this was written; their emulators exist, so add them to SCENARIOS once it merges. The
-# must-echo rule on retained turns is checked at plan level below.
 
 
 @pytest.fixture(autouse=True)
@@ -97,19 +96,25 @@ def _asks_for_thinking(route: str, body: dict[str, Any]) -> bool:
             return bool(cfg.get("includeThoughts")) or cfg.get("thinkingBudget", 0) != 0
         case "openai-responses":
             return "reasoning" in body or "include" in body
+        case "deepseek" | "openrouter":
+            return bool({"thinking", "reasoning", "reasoning_effort"} & set(body))
     raise AssertionError(route)
 
 
-def _sent_blobs(history: list[Message], resolved: Any, first: int) -> list[str]:
-    """Every opaque value the plan sends for stored messages from index ``first`` on."""
+def _sent_reasoning(history: list[Message], resolved: Any, first: int) -> list[str]:
+    """Every reasoning value (blob, signature, carrier text) the plan sends for stored messages
+    from index ``first`` on, JSON-escaped as it must appear in the body."""
     out: list[str] = []
     for pm in plan_replay(history, resolved, Learned(), Settings()).messages:
         if pm.index < first:
             continue
-        out += [p.blob for p in pm.parts if isinstance(p, Reasoning) and p.blob]
+        out += [p.blob for p in pm.parts if isinstance(p, Reasoning) and p.blob and p.blob_kind != "openrouter.details"]
         out += [s for s in pm.tool_signatures.values() if s != GEMINI_SKIP_SIGNATURE]
         out += [pm.thought_signature] if pm.thought_signature else []
-    return out
+        out += [v for k, v in pm.fields.items() if k in ("reasoning_content", "reasoning") and v.strip()]
+        out += [e[k] for e in pm.fields.get("reasoning_details", []) for k in ("signature", "data", "text")
+                if isinstance(e.get(k), str) and e[k]]
+    return [orjson.dumps(v).decode()[1:-1] for v in out]
 
 
 @pytest.mark.parametrize("route,model", SCENARIOS)
@@ -130,6 +135,7 @@ def test_compress_session_then_next_request_carries_retained_reasoning(
     assert "Transcript to summarise" in orjson.dumps(summary_req).decode()
     assert not _asks_for_thinking(route, summary_req)
     assert "tools" not in summary_req and "toolConfig" not in summary_req
+    assert not {"reasoning_content", "reasoning_details"} & set(orjson.dumps(summary_req).decode().split('"'))
     assert line.startswith("compacted ") and "; kept " in line and "→" in line
 
     after = store.load(sid)
@@ -142,7 +148,7 @@ def test_compress_session_then_next_request_carries_retained_reasoning(
 
     # The next request starts at the checkpoint and carries the retained turns' reasoning byte-exact.
     n1 = len(emulator.requests(route))
-    expected = _sent_blobs([*after, Message.user("turn 3: and the smallest?")], resolved, start)
+    expected = _sent_reasoning([*after, Message.user("turn 3: and the smallest?")], resolved, start)
     assert expected, "the retained turns send reasoning back on this route"
     result = agent.run_turn(sid, "turn 3: and the smallest?", resolved)
     assert result.stopped == "answer"  # accepted: the emulators verify every replayed signature
@@ -153,7 +159,7 @@ def test_compress_session_then_next_request_carries_retained_reasoning(
     assert old_q not in first and kept_q in first and cp.summary[:40] in first
 
 
-@pytest.mark.parametrize("route,model", [SCENARIOS[0], SCENARIOS[3]])
+@pytest.mark.parametrize("route,model", [SCENARIOS[0], SCENARIOS[3], SCENARIOS[4]])
 def test_auto_compaction_inside_a_tool_loop_keeps_the_loop_and_fires_once(
         emulator: Any, store: Store, route: str, model: str) -> None:
     resolved = _resolved(emulator, route, model)
@@ -181,7 +187,7 @@ def test_auto_compaction_inside_a_tool_loop_keeps_the_loop_and_fires_once(
     _, win = window(history)
     loop_call = [m for m in win if m.role == "assistant" and m.tool_calls][-1]
     assert win[win.index(loop_call) - 1].text == text  # the open loop of this turn was retained
-    blobs = [p.blob for p in loop_call.reasoning if p.blob]
+    blobs = [orjson.dumps(v).decode()[1:-1] for p in loop_call.reasoning for v in (p.blob, p.text) if v]
     assert blobs
     after_compaction = orjson.dumps(bodies[bodies.index(summary) + 1]).decode()
     assert all(b in after_compaction for b in blobs)
