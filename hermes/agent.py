@@ -55,6 +55,10 @@ class Agent:
     on_event: Event | None = None
     cache: BuildCache = field(default_factory=BuildCache)
     """Plans and renders of already-built messages, reused by the next request."""
+    compactor: Any = None
+    """Optional preflight hook (``hermes.compaction.AutoCompactor``): ``before_request`` may
+    append a compaction checkpoint when the next request would not fit its context budget;
+    ``after_request`` learns the token factor from the reported usage."""
 
     def _emit(self, kind: str, payload: Any) -> None:
         if self.on_event is not None:
@@ -67,6 +71,8 @@ class Agent:
         pending: list[Message] = [Message.user(user_text)]
         result = TurnResult(session_id, "", 0, "step_limit")
         for step in range(self.max_steps):
+            if self.compactor is not None:
+                history = self.compactor.before_request(self, session_id, resolved, history, pending)
             retry = RetryState()
             while True:
                 learned = learned_for(self.store, session_id, resolved)
@@ -79,6 +85,8 @@ class Agent:
                         raise
                     result.learned.append(note)
                     self._emit("learned", note)
+            if self.compactor is not None:
+                self.compactor.after_request(self, resolved, ex)
             assistant = ex.response.message
             results = [self.toolbox.execute(call) for call in assistant.tool_calls]
             for r in results:

@@ -23,7 +23,7 @@ class _Printer:
         from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 
         if self.quiet:
-            if kind == "learned":
+            if kind in ("learned", "compaction"):
                 click.echo(f"hermes: {payload}", err=True)
             return
         if kind == "delta":
@@ -42,7 +42,7 @@ class _Printer:
         elif kind == "tool_result":
             status = "error" if payload.is_error else f"{len(payload.content)} chars"
             click.secho(f"  ← {payload.name or payload.call_id}: {status}", err=True, fg="cyan")
-        elif kind == "learned":
+        elif kind in ("learned", "compaction"):
             click.secho(f"hermes: {payload}", err=True, fg="yellow")
 
     def _end_reasoning(self) -> None:
@@ -93,6 +93,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     Ctrl-C cancels the running turn (nothing half-done is stored); Ctrl-D quits.
     """
     from ..agent import Agent
+    from ..compaction import AutoCompactor
     from ..config import load_config
     from ..keys import find_key
     from ..replay import Settings
@@ -116,7 +117,8 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     agent = Agent(store, load_toolbox(ctx), Settings(thinking=not no_thinking and config.thinking,
                                                      effort=effort or config.effort),
                   stream=config.stream if stream is None else stream, api_key=key,
-                  max_steps=max_steps or config.max_steps, on_event=printer)
+                  max_steps=max_steps or config.max_steps, on_event=printer,
+                  compactor=AutoCompactor(budget=config.context_budget or None))
     if query is not None:
         result = agent.run_turn(sid, query, resolved)
         printer.end_turn(result.answer)
