@@ -1,0 +1,56 @@
+"""``hermes gateway``: serve Hermes sessions over HTTP (see docs/gateway.md)."""
+
+from __future__ import annotations
+
+import click
+
+__all__ = ["gateway"]
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback needs a token.")
+@click.option("--port", default=8642, show_default=True, type=click.IntRange(0, 65535),
+              help="Port (0 = any free port; the chosen one is printed).")
+@click.option("--max-body", default=1 << 20, show_default=True, type=click.IntRange(1024),
+              help="Largest request body in bytes (413 beyond).")
+@click.option("--lock-wait", default=30.0, show_default=True, type=click.FloatRange(0),
+              help="Seconds a turn waits for its session before 409 busy.")
+@click.option("--lock-ttl", default=30.0, show_default=True, type=click.FloatRange(1),
+              help="Seconds a session lock outlives a crashed gateway (renewed while a turn runs).")
+@click.option("--workers", default=64, show_default=True, type=click.IntRange(1),
+              help="Turns running at once in this process.")
+@click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default from config).")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: float, workers: int,
+            max_steps: int | None, log_level: str) -> None:
+    """Serve Hermes sessions over HTTP: every turn is loaded from state.db and committed there.
+
+    \b
+    Auth: Authorization: Bearer $HERMES_GATEWAY_TOKEN (or [gateway] token in config.toml).
+    Provider keys come from this process's environment, never from requests.
+
+    \b
+    hermes gateway --port 8642
+    curl -s localhost:8642/v1/sessions -d '{"provider":"deepseek","model":"deepseek-v4"}'
+    curl -s localhost:8642/v1/sessions/ID/messages -d '{"content":"hi"}'
+    """
+    from ..config import load_config
+    from ..gateway.app import GatewayOptions
+    from ..gateway.server import gateway_token, serve
+    from ..store import Store
+
+    config = load_config()
+    options = GatewayOptions(token=gateway_token(config), max_body=max_body, lock_ttl_s=lock_ttl,
+                             lock_wait_s=lock_wait, workers=workers, max_steps=max_steps)
+    if not options.token:
+        from ..gateway.server import is_loopback
+
+        if not is_loopback(host):  # checked before the store is even opened
+            serve(None, config, host=host, port=port, options=options)
+    store = Store()
+    try:
+        serve(store, config, host=host, port=port, options=options, log_level=log_level)
+    finally:
+        store.close()

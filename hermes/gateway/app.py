@@ -1,0 +1,316 @@
+"""The gateway's Starlette app: Hermes sessions over HTTP, each turn loaded from ``state.db``.
+
+Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when a token is set):
+
+* ``POST /v1/sessions`` — ``{provider, model, base_url?, title?}`` → the new session;
+* ``POST /v1/sessions/{id}/messages`` — ``{content, stream?, provider?, model?, base_url?}`` →
+  one user turn (tool loop included): JSON, or an SSE stream of the turn's events;
+* ``GET /v1/sessions/{id}`` — ``session_view``: messages, reasoning visible, blobs summarised;
+* ``POST /v1/sessions/{id}/branch`` — ``{upto_seq?, title?}`` → the new session;
+* ``POST /v1/sessions/{id}/compress`` — ``hermes.compaction.compress_session`` (501 without it);
+* ``POST /v1/chat/completions`` — OpenAI facade, session named by ``X-Hermes-Session``;
+* ``GET /healthz``.
+
+Nothing here holds session state between requests: every turn reloads the history from the
+store, so any number of gateway processes can serve one ``state.db``. Provider keys come from
+the server's environment (``keys.find_key``), never from a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from ..config import Config
+from ..errors import redact
+from ..logs import log_event
+from ..replay import Settings
+from ..resolve import Resolved
+from ..runtime import choose_route
+from ..tools import Toolbox, ToolContext, load_toolbox
+from .http import ApiError, error_response, from_exception, json_response, read_json, require_auth
+from .http import field as body_field
+from .locks import SessionLocks
+from .turns import TurnJob, TurnRequest, call_with_accepted, describe
+from .view import session_view
+
+__all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass
+class GatewayOptions:
+    token: str | None = None
+    max_body: int = 1 << 20
+    lock_ttl_s: float = 30.0
+    lock_wait_s: float = 30.0
+    workers: int = 64
+    """Turns running at once in this process (worker threads); more wait for a thread."""
+    max_steps: int | None = None
+    provider_stream: bool | None = None
+    """Stream from the provider (default: config ``stream``)."""
+    toolbox: Callable[[], Toolbox] | None = None
+
+
+@dataclass
+class GatewayState:
+    store: Any
+    config: Config
+    options: GatewayOptions
+    locks: SessionLocks = field(init=False)
+    limiter: anyio.CapacityLimiter = field(init=False)
+    jobs: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.locks = SessionLocks(self.store, ttl_s=self.options.lock_ttl_s, wait_s=self.options.lock_wait_s)
+        self.limiter = anyio.CapacityLimiter(self.options.workers)
+
+    # ----------------------------------------------------------------- blocking work (threads)
+
+    def explicit_url(self, resolved: Resolved, base_url: str | None) -> str:
+        return base_url or (resolved.base_url if resolved.base_url != resolved.route.base_url else "")
+
+    def run_turn(self, req: TurnRequest, on_event: Callable[[str, Any], None]) -> dict[str, Any]:
+        """Under the session lock, on a worker thread: route, key, switch, then the agent loop."""
+        from ..agent import Agent
+        from ..keys import find_key
+
+        info = self.store.get_session(req.session_id)
+        resolved = choose_route(self.config, provider=req.provider, model=req.model, base_url=req.base_url,
+                                session=info)
+        key = find_key(resolved.route)
+        url = self.explicit_url(resolved, req.base_url)
+        switching = bool(req.provider or req.model or req.base_url)
+        if switching and (info.provider, info.model, info.base_url) != (resolved.route.key, resolved.model, url):
+            self.store.update_session(info.id, provider=resolved.route.key, model=resolved.model, base_url=url)
+        toolbox = self.options.toolbox() if self.options.toolbox else load_toolbox(ToolContext(allow_commands=False))
+        agent = Agent(self.store, toolbox, Settings(thinking=self.config.thinking, effort=self.config.effort),
+                      stream=self.config.stream if self.options.provider_stream is None else self.options.provider_stream,
+                      api_key=key, max_steps=self.options.max_steps or self.config.max_steps, on_event=on_event)
+        result = agent.run_turn(info.id, req.content, resolved)
+        return {"session_id": info.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
+                "learned": result.learned, **describe(resolved)}
+
+    def require_session(self, session_id: str) -> Any:
+        """The session with exactly this id (no prefix matching over HTTP), else 404."""
+        from ..errors import StoreError
+
+        try:
+            info = self.store.get_session(session_id)
+        except StoreError:
+            info = None
+        if info is None or info.id != session_id:
+            raise ApiError(404, "not_found", f"unknown session {session_id!r}")
+        return info
+
+    # ----------------------------------------------------------------- turns
+
+    def start_turn(self, req: TurnRequest) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
+        job = TurnJob(self.locks, req, lambda on_event: self.run_turn(req, on_event), self.limiter)
+        task = asyncio.create_task(job.run())
+        self.jobs.add(task)
+        task.add_done_callback(_finished(self.jobs))
+        return job, task
+
+    async def turn_json(self, req: TurnRequest) -> dict[str, Any]:
+        _, task = self.start_turn(req)
+        # shield: a client that hangs up does not cancel the turn; it finishes and commits
+        return await asyncio.shield(task)
+
+    async def turn_events(self, req: TurnRequest) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Wait for the lock (errors raise before any byte is sent), then yield the events."""
+        job, task = self.start_turn(req)
+        waiters: set[asyncio.Future[Any]] = {job.locked, task}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if task.done() and not job.locked.done():
+            task.result()
+        if job.locked.done() and job.locked.exception() is not None:
+            raise job.locked.exception()  # type: ignore[misc]
+        return _drain(job)
+
+    async def drain(self) -> None:
+        """Graceful shutdown: let every running turn finish and commit."""
+        while self.jobs:
+            await asyncio.gather(*list(self.jobs), return_exceptions=True)
+
+
+async def _drain(job: TurnJob) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    while True:
+        event, data = await job.queue.get()
+        yield event, data
+        if event in ("done", "error"):
+            return
+
+
+def _finished(jobs: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        jobs.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: it was reported to the client (or logged below)
+
+    return done
+
+
+def sse(event: str | None, data: Any) -> bytes:
+    payload = data if isinstance(data, bytes) else orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + payload + b"\n\n"
+
+
+def error_payload(e: BaseException) -> dict[str, Any]:
+    err = from_exception(e)
+    return {"error": {"type": err.type, "message": redact(err.message), "status": err.status}}
+
+
+# ----------------------------------------------------------------------------- endpoints
+
+
+def create_app(store: Any, config: Config, options: GatewayOptions | None = None) -> Starlette:
+    """The ASGI app over ``store`` (shared by the worker threads; one connection, locked)."""
+    from .compat import chat_completions
+
+    state = GatewayState(store, config, options or GatewayOptions())
+    opts = state.options
+
+    def endpoint(fn: Handler, *, auth: bool = True) -> Handler:
+        async def wrapped(request: Request) -> Response:
+            try:
+                if auth:
+                    require_auth(request, opts.token)
+                return await fn(request)
+            except Exception as e:
+                err = from_exception(e)
+                if err.status >= 500 and err.type == "internal":
+                    log_event("gateway_error", path=request.url.path, error=redact(f"{type(e).__name__}: {e}"))
+                return error_response(err.status, err.type, err.message, err.headers)
+
+        return wrapped
+
+    async def thread(fn: Callable[..., Any], *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args)
+
+    async def healthz(request: Request) -> Response:
+        return json_response({"ok": True, "turns_running": len(state.jobs)})
+
+    async def create(request: Request) -> Response:
+        body = await read_json(request, opts.max_body)
+        provider = body_field(body, "provider")
+        model = body_field(body, "model")
+        base_url = body_field(body, "base_url")
+        title = body_field(body, "title") or ""
+        resolved = await thread(lambda: choose_route(config, provider=provider, model=model, base_url=base_url))
+        url = state.explicit_url(resolved, base_url)
+        sid = await thread(lambda: store.create_session(provider=resolved.route.key, model=resolved.model,
+                                                        base_url=url, title=title))
+        return json_response({"id": sid, "title": title, "provider": resolved.route.key, "model": resolved.model,
+                              "base_url": url, **describe(resolved)}, 201)
+
+    async def show(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        await thread(state.require_session, sid)
+        return json_response(await thread(session_view, store, sid))
+
+    async def messages(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        body = await read_json(request, opts.max_body)
+        content = body_field(body, "content", required=True)
+        stream = body_field(body, "stream", kind=bool) or False
+        req = TurnRequest(sid, content, body_field(body, "provider"), body_field(body, "model"),
+                          body_field(body, "base_url"))
+        await thread(state.require_session, sid)
+        # an unroutable switch or a missing key fails here, before the lock and before any write
+        info = await thread(store.get_session, sid)
+        await thread(lambda: _check_route(state, req, info))
+        if not stream:
+            return json_response(await state.turn_json(req))
+        events = await state.turn_events(req)
+
+        async def body_iter() -> AsyncIterator[bytes]:
+            async for event, data in events:
+                if event == "error":
+                    yield sse("error", error_payload(data["exception"]))
+                else:
+                    yield sse(event, data)
+
+        return StreamingResponse(body_iter(), media_type="text/event-stream",
+                                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+    async def branch(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        body = await read_json(request, opts.max_body, optional=True)
+        upto = body_field(body, "upto_seq", kind=int)
+        title = body_field(body, "title") or ""
+        await thread(state.require_session, sid)
+        new = await thread(lambda: store.branch(sid, upto_seq=upto, title=title))
+        return json_response({"id": new, "parent_id": sid, "branch_of_seq": upto}, 201)
+
+    async def compress(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        body = await read_json(request, opts.max_body, optional=True)
+        await thread(state.require_session, sid)
+        try:
+            from ..compaction import compress_session  # type: ignore[attr-defined]
+        except ImportError:
+            raise ApiError(501, "not_implemented", "compaction is not available in this build") from None
+
+        def work() -> Any:
+            from ..keys import find_key
+
+            info = store.get_session(sid)
+            resolved = choose_route(config, provider=None, model=None, base_url=None, session=info)
+            return call_with_accepted(compress_session, store=store, session_id=sid, resolved=resolved,
+                                      api_key=find_key(resolved.route), **{k: v for k, v in body.items()
+                                                                           if k in ("keep", "keep_last")})
+
+        async with state.locks.hold(sid):
+            out = await anyio.to_thread.run_sync(work, limiter=state.limiter)
+        if not isinstance(out, dict):
+            out = {"result": out if isinstance(out, str | int | float | bool | None) else repr(out)}
+        return json_response({"session_id": sid, **out})
+
+    async def completions(request: Request) -> Response:
+        return await chat_completions(state, request)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "invalid_request")
+        return error_response(status, kind, str(getattr(exc, "detail", "")) or kind)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await state.drain()
+
+    routes = [
+        Route("/healthz", endpoint(healthz, auth=False), methods=["GET"]),
+        Route("/v1/sessions", endpoint(create), methods=["POST"]),
+        Route("/v1/sessions/{sid}", endpoint(show), methods=["GET"]),
+        Route("/v1/sessions/{sid}/messages", endpoint(messages), methods=["POST"]),
+        Route("/v1/sessions/{sid}/branch", endpoint(branch), methods=["POST"]),
+        Route("/v1/sessions/{sid}/compress", endpoint(compress), methods=["POST"]),
+        Route("/v1/chat/completions", endpoint(completions), methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found}, lifespan=lifespan)
+    app.state.gateway = state
+    return app
+
+
+def _check_route(state: GatewayState, req: TurnRequest, info: Any) -> None:
+    from ..keys import find_key
+
+    resolved = choose_route(state.config, provider=req.provider, model=req.model, base_url=req.base_url,
+                            session=info)
+    find_key(resolved.route)

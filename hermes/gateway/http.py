@@ -1,0 +1,125 @@
+"""HTTP plumbing shared by the gateway endpoints: the error shape, auth, bounded JSON bodies.
+
+Every error is ``{"error": {"type": ..., "message": ...}}`` with a fixed ``type`` vocabulary
+(``unauthorized``, ``invalid_request``, ``not_found``, ``too_large``, ``busy``,
+``provider_error``, ``not_implemented``, ``internal``) so clients can branch on it; the
+OpenAI facade uses the same shape, which is also the shape OpenAI's SDK reads. Messages are
+passed through ``errors.redact`` so no key the server knows can leak into a response.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..errors import (
+    ConfigError,
+    HermesError,
+    HistoryError,
+    ProviderError,
+    ProviderHTTPError,
+    RouteError,
+    StoreError,
+    redact,
+)
+from .locks import Busy
+
+__all__ = ["ApiError", "error_response", "field", "from_exception", "json_response", "read_json", "require_auth"]
+
+
+class ApiError(Exception):
+    """An error with its HTTP status and stable ``type``."""
+
+    def __init__(self, status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type_
+        self.message = message
+        self.headers = headers or {}
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS), status_code=status,
+                    media_type="application/json", headers=headers)
+
+
+def error_response(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return json_response({"error": {"type": type_, "message": redact(message)}}, status, headers)
+
+
+def from_exception(e: BaseException) -> ApiError:
+    """Map what a turn or a store call raised to an HTTP error."""
+    if isinstance(e, ApiError):
+        return e
+    if isinstance(e, Busy):
+        return ApiError(409, "busy", f"session {e.args[0]} is running another turn; try again")
+    if isinstance(e, StoreError) and str(e).startswith("unknown session"):
+        return ApiError(404, "not_found", str(e))
+    if isinstance(e, ProviderHTTPError):
+        return ApiError(502, "provider_error", f"provider returned HTTP {e.status}: {e}")
+    if isinstance(e, ProviderError):
+        return ApiError(502, "provider_error", str(e))
+    if isinstance(e, ConfigError | RouteError | HistoryError):
+        hint = f" ({e.hint})" if getattr(e, "hint", "") else ""
+        return ApiError(400, "invalid_request", f"{e}{hint}")
+    if isinstance(e, HermesError):
+        return ApiError(500, "internal", str(e))
+    return ApiError(500, "internal", f"{type(e).__name__}: {e}")
+
+
+def require_auth(request: Request, token: str | None) -> None:
+    """Bearer auth when a token is configured; constant-time comparison."""
+    if not token:
+        return
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        raise ApiError(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer <token>)",
+                       {"www-authenticate": "Bearer"})
+
+
+async def read_json(request: Request, limit: int, *, optional: bool = False) -> dict[str, Any]:
+    """The request body as a JSON object; 413 past ``limit`` bytes (checked while reading, so a
+    lying or absent Content-Length cannot get more in), 400 when it is not a JSON object."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise ApiError(413, "too_large", f"request body is {int(declared)} bytes; the limit is {limit}")
+        except ValueError:
+            raise ApiError(400, "invalid_request", "Content-Length is not a number") from None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "too_large", f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        if optional:
+            return {}
+        raise ApiError(400, "invalid_request", "request body is empty; expected a JSON object")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise ApiError(400, "invalid_request", f"request body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_request", f"request body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def field(body: dict[str, Any], name: str, *, required: bool = False, kind: type = str) -> Any:
+    """A typed body field; 400 naming the field when it is missing or of the wrong type."""
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise ApiError(400, "invalid_request", f"'{name}' is required")
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ApiError(400, "invalid_request", f"'{name}' must be a {kind.__name__}")
+    return value

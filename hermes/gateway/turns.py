@@ -1,0 +1,116 @@
+"""One gateway turn: lock the session, run ``Agent.run_turn`` in a worker thread, report events.
+
+A ``TurnJob`` is an asyncio task of its own, not part of the HTTP request: if the client goes
+away mid-stream, the turn still runs to its end and commits, and the lock is still released.
+The agent commits each step in one transaction, and the worker thread cannot be cancelled,
+so a turn is never cut between its store writes by anything short of a killed process.
+
+Agent events (called on the worker thread) become ``(event, data)`` pairs on an asyncio
+queue: ``reasoning`` / ``text`` deltas, ``tool_call`` (whole, once the model's response is
+complete), ``tool_result``, ``learned``, then ``done`` with the final JSON or ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ..messages import ToolResult
+from ..resolve import Resolved
+from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
+from .locks import SessionLocks
+
+__all__ = ["EventSink", "TurnJob", "TurnRequest", "call_with_accepted", "describe", "event_mapper"]
+
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    session_id: str
+    content: str
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+
+
+def event_mapper(sink: EventSink) -> Callable[[str, Any], None]:
+    """An ``Agent.on_event`` that translates agent events into gateway events for ``sink``."""
+    calls: dict[str, dict[str, Any]] = {}
+
+    def on_event(kind: str, payload: Any) -> None:
+        if kind == "delta":
+            if isinstance(payload, ReasoningDelta) and payload.text:
+                sink("reasoning", {"text": payload.text})
+            elif isinstance(payload, TextDelta) and payload.text:
+                sink("text", {"text": payload.text})
+            elif isinstance(payload, ToolCallDelta):
+                c = calls.setdefault(payload.key, {"id": None, "name": None, "arguments": ""})
+                c["id"] = payload.id or c["id"]
+                c["name"] = payload.name or c["name"]
+                c["arguments"] += payload.arguments
+        elif kind == "request":  # the model's response is complete: its tool calls are whole
+            for c in calls.values():
+                sink("tool_call", dict(c))
+            calls.clear()
+        elif kind == "tool_result" and isinstance(payload, ToolResult):
+            sink("tool_result", {"call_id": payload.call_id, "name": payload.name,
+                                 "is_error": payload.is_error, "chars": len(payload.content),
+                                 "content": payload.content[:2000]})
+        elif kind == "learned":
+            sink("learned", {"note": str(payload)})
+
+    return on_event
+
+
+@dataclass
+class TurnJob:
+    """Runs ``work(on_event)`` under the session lock; ``locked`` resolves once it holds it."""
+
+    locks: SessionLocks
+    request: TurnRequest
+    work: Callable[[Callable[[str, Any], None]], dict[str, Any]]
+    limiter: anyio.CapacityLimiter
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
+    locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    wait_s: float | None = None
+
+    async def run(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+
+        def sink(event: str, data: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(self.queue.put_nowait, (event, data))
+
+        on_event = event_mapper(sink)
+        try:
+            async with self.locks.hold(self.request.session_id, wait_s=self.wait_s):
+                self.locked.set_result(None)
+                result = await anyio.to_thread.run_sync(self.work, on_event, limiter=self.limiter)
+        except BaseException as e:
+            if not self.locked.done():
+                self.locked.set_exception(e)
+                self.locked.exception()  # marks it retrieved: the task's own exception is the report
+            else:
+                self.queue.put_nowait(("error", {"exception": e}))
+            raise
+        # the sink's call_soon_threadsafe callbacks run before this one: order is kept
+        loop.call_soon(self.queue.put_nowait, ("done", result))
+        return result
+
+
+def call_with_accepted(fn: Callable[..., Any], **kwargs: Any) -> Any:
+    """Call ``fn`` with the keyword arguments its signature accepts (for optional modules)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return fn(**kwargs)
+    return fn(**{k: v for k, v in kwargs.items() if k in params})
+
+
+def describe(resolved: Resolved) -> dict[str, str]:
+    return {"route": resolved.route.key, "model": resolved.model, "host": resolved.host}
