@@ -155,6 +155,9 @@ class Emulator:
         self.host = host
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # accepted sockets inherit this; asyncio sets TCP_NODELAY only on sockets it creates, so
+        # without it every response (headers, then body) waits ~40 ms for a delayed ACK
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock.bind((host, port))
         self.port = self._sock.getsockname()[1]
         self._server: Any = None

@@ -3,7 +3,7 @@
 Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when a token is set):
 
 * ``POST /v1/sessions`` — ``{provider, model, base_url?, title?}`` → the new session;
-* ``POST /v1/sessions/{id}/messages`` — ``{content, stream?, provider?, model?, base_url?}`` →
+* ``POST /v1/sessions/{id}/messages`` — ``{content, stream?, provider?, model?, base_url?, wait_s?}`` →
   one user turn (tool loop included): JSON, or an SSE stream of the turn's events;
 * ``GET /v1/sessions/{id}`` — ``session_view``: messages, reasoning visible, blobs summarised;
 * ``POST /v1/sessions/{id}/branch`` — ``{upto_seq?, title?}`` → the new session;
@@ -40,6 +40,7 @@ from ..replay import Settings
 from ..resolve import Resolved
 from ..runtime import choose_route
 from ..tools import Toolbox, ToolContext, load_toolbox
+from ..transport import Transport
 from .http import ApiError, error_response, from_exception, json_response, read_json, require_auth
 from .http import field as body_field
 from .locks import SessionLocks
@@ -73,8 +74,12 @@ class GatewayState:
     locks: SessionLocks = field(init=False)
     limiter: anyio.CapacityLimiter = field(init=False)
     jobs: set[asyncio.Task[Any]] = field(default_factory=set)
+    transport: Transport = field(init=False)
+    """One HTTP client (connection pool) for every turn: a client per request would pay TLS
+    context setup (~100 ms of CA loading) and a new connection on every model call."""
 
     def __post_init__(self) -> None:
+        self.transport = Transport()
         self.locks = SessionLocks(self.store, ttl_s=self.options.lock_ttl_s, wait_s=self.options.lock_wait_s)
         self.limiter = anyio.CapacityLimiter(self.options.workers)
 
@@ -99,7 +104,8 @@ class GatewayState:
         toolbox = self.options.toolbox() if self.options.toolbox else load_toolbox(ToolContext(allow_commands=False))
         agent = Agent(self.store, toolbox, Settings(thinking=self.config.thinking, effort=self.config.effort),
                       stream=self.config.stream if self.options.provider_stream is None else self.options.provider_stream,
-                      api_key=key, max_steps=self.options.max_steps or self.config.max_steps, on_event=on_event)
+                      api_key=key, max_steps=self.options.max_steps or self.config.max_steps, on_event=on_event,
+                      transport=self.transport)
         result = agent.run_turn(info.id, req.content, resolved)
         return {"session_id": info.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
                 "learned": result.learned, **describe(resolved)}
@@ -119,7 +125,8 @@ class GatewayState:
     # ----------------------------------------------------------------- turns
 
     def start_turn(self, req: TurnRequest) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
-        job = TurnJob(self.locks, req, lambda on_event: self.run_turn(req, on_event), self.limiter)
+        job = TurnJob(self.locks, req, lambda on_event: self.run_turn(req, on_event), self.limiter,
+                      wait_s=req.wait_s)
         task = asyncio.create_task(job.run())
         self.jobs.add(task)
         task.add_done_callback(_finished(self.jobs))
@@ -228,8 +235,12 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         body = await read_json(request, opts.max_body)
         content = body_field(body, "content", required=True)
         stream = body_field(body, "stream", kind=bool) or False
+        wait = body.get("wait_s")
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float) or wait < 0):
+            raise ApiError(400, "invalid_request", "'wait_s' must be a number of seconds >= 0")
         req = TurnRequest(sid, content, body_field(body, "provider"), body_field(body, "model"),
-                          body_field(body, "base_url"))
+                          body_field(body, "base_url"),
+                          None if wait is None else min(float(wait), opts.lock_wait_s))
         await thread(state.require_session, sid)
         # an unroutable switch or a missing key fails here, before the lock and before any write
         info = await thread(store.get_session, sid)
@@ -293,6 +304,7 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await state.drain()
+        state.transport.close()
 
     routes = [
         Route("/healthz", endpoint(healthz, auth=False), methods=["GET"]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import socket
 import sys
 from typing import Any
@@ -45,6 +46,9 @@ def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # inherited by accepted connections: asyncio only sets TCP_NODELAY on sockets it creates,
+    # and without it each response (headers, then body) waits ~40 ms for a delayed ACK
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as e:
@@ -86,4 +90,12 @@ def serve(store: Any, config: Config, *, host: str, port: int, options: GatewayO
             await announce()
 
     server.startup = startup  # type: ignore[method-assign]
-    server.run(sockets=[sock])
+    # uvicorn re-raises the stop signal after its graceful shutdown; with this handler in place
+    # that re-raise is a no-op, so a drained gateway exits 0 instead of dying "by SIGTERM"
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("hermes gateway stopped: every running turn finished", file=sys.stderr, flush=True)

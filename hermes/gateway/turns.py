@@ -38,6 +38,8 @@ class TurnRequest:
     provider: str | None = None
     model: str | None = None
     base_url: str | None = None
+    wait_s: float | None = None
+    """How long to wait for a busy session before 409 (capped by the server's --lock-wait)."""
 
 
 def event_mapper(sink: EventSink) -> Callable[[str, Any], None]:
