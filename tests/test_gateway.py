@@ -381,7 +381,7 @@ def test_openai_sdk_talks_to_a_session(cluster: Cluster) -> None:
     with cluster.store() as s:
         signatures = opaque_payloads(s.load(sid))
     before = len(cluster.emu.requests("gemini"))
-    chunks = list(OpenAIStream(client, cluster.a, sid))
+    chunks = list(openai_stream(client, cluster.a, sid))
     assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].choices[0].finish_reason == "stop"
     text = "".join(ch.choices[0].delta.content or "" for ch in chunks)
     assert "'second question'" in text
@@ -399,7 +399,7 @@ def test_openai_sdk_talks_to_a_session(cluster: Cluster) -> None:
             model="hermes", messages=[{"role": "user", "content": "x"}])
 
 
-def OpenAIStream(client: openai.OpenAI, base: str, sid: str) -> Iterator[Any]:  # noqa: N802
+def openai_stream(client: openai.OpenAI, base: str, sid: str) -> Iterator[Any]:
     other = client.with_options(base_url=base + "/v1")  # the other process continues the session
     yield from other.chat.completions.create(model="hermes", stream=True, messages=[
         {"role": "user", "content": "first question"}, {"role": "assistant", "content": "..."},

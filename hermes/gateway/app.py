@@ -78,8 +78,13 @@ class GatewayState:
     """One HTTP client (connection pool) for every turn: a client per request would pay TLS
     context setup (~100 ms of CA loading) and a new connection on every model call."""
 
+    toolbox: Toolbox = field(init=False)
+    """Built once: scanning the ``hermes.tools`` entry points costs ~40 ms, too much per turn."""
+
     def __post_init__(self) -> None:
         self.transport = Transport()
+        self.toolbox = self.options.toolbox() if self.options.toolbox else load_toolbox(
+            ToolContext(allow_commands=False))
         self.locks = SessionLocks(self.store, ttl_s=self.options.lock_ttl_s, wait_s=self.options.lock_wait_s)
         self.limiter = anyio.CapacityLimiter(self.options.workers)
 
@@ -101,8 +106,7 @@ class GatewayState:
         switching = bool(req.provider or req.model or req.base_url)
         if switching and (info.provider, info.model, info.base_url) != (resolved.route.key, resolved.model, url):
             self.store.update_session(info.id, provider=resolved.route.key, model=resolved.model, base_url=url)
-        toolbox = self.options.toolbox() if self.options.toolbox else load_toolbox(ToolContext(allow_commands=False))
-        agent = Agent(self.store, toolbox, Settings(thinking=self.config.thinking, effort=self.config.effort),
+        agent = Agent(self.store, self.toolbox, Settings(thinking=self.config.thinking, effort=self.config.effort),
                       stream=self.config.stream if self.options.provider_stream is None else self.options.provider_stream,
                       api_key=key, max_steps=self.options.max_steps or self.config.max_steps, on_event=on_event,
                       transport=self.transport)
@@ -241,10 +245,9 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         req = TurnRequest(sid, content, body_field(body, "provider"), body_field(body, "model"),
                           body_field(body, "base_url"),
                           None if wait is None else min(float(wait), opts.lock_wait_s))
-        await thread(state.require_session, sid)
-        # an unroutable switch or a missing key fails here, before the lock and before any write
-        info = await thread(store.get_session, sid)
-        await thread(lambda: _check_route(state, req, info))
+        # unknown session, an unroutable switch or a missing key: refused here, before the lock
+        # and before any write (one thread hop for all three checks)
+        await thread(lambda: _check_route(state, req, state.require_session(sid)))
         if not stream:
             return json_response(await state.turn_json(req))
         events = await state.turn_events(req)

@@ -1,0 +1,175 @@
+"""Gateway overhead: turns/s and the latency the gateway adds over the agent loop itself.
+
+Setup: the emulators in this process (zero latency: no delays, no faults), one
+``python -m hermes gateway`` subprocess on a temporary HERMES_HOME, route
+``openai-responses`` (a turn = user message, a tool call, a tool result, an answer: two model
+calls and two store commits).
+
+For each concurrency level N (1, 8, 32) two runs of N sessions x TURNS turns each, with the
+same texts and the same history lengths:
+
+* **direct** — N threads in a child process calling ``Agent.run_turn`` on their own sessions
+  (one store, one shared HTTP transport, as the gateway has);
+* **gateway** — N threads here posting the same turns to the gateway over HTTP.
+
+``added`` at a percentile is gateway latency minus direct latency at that percentile: HTTP,
+JSON, the session lock (database round trips), the worker-thread hop and route resolution.
+
+Run: ``PYTHONPATH=. python bench/gateway.py [--turns 20]``. Last line:
+``gateway p99_overhead_ms_32 X.X``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+ROUTE, MODEL, KEY = "openai-responses", "gpt-5", "sk-bench-0000000000"
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(p / 100 * len(s)) - 1))]
+
+
+def start_gateway(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    env = {**os.environ, "HERMES_HOME": str(home), "OPENAI_API_KEY": KEY}
+    env.pop("HERMES_GATEWAY_TOKEN", None)
+    err = home / "gateway.err"
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=err.open("wb"))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        text = err.read_text() if err.exists() else ""
+        if "listening on " in text:
+            return proc, text.split("listening on ", 1)[1].split()[0]
+        if proc.poll() is not None:
+            sys.exit(f"gateway did not start: {text}")
+        time.sleep(0.05)
+    proc.kill()
+    sys.exit("gateway did not start in 20 s")
+
+
+def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float], float]:
+    """In a child process, like the gateway: neither run shares this process's GIL with the
+    emulator, so the comparison is between equals."""
+    import orjson
+
+    out = subprocess.run([sys.executable, __file__, "--direct-worker", str(n), str(turns), emu_url, str(home)],
+                         capture_output=True, check=True, env={**os.environ, "OPENAI_API_KEY": KEY})
+    data = orjson.loads(out.stdout)
+    return data["lat"], data["wall"]
+
+
+def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[float], float]:
+    from hermes.agent import Agent
+    from hermes.resolve import resolve
+    from hermes.store import Store
+    from hermes.tools import ToolContext, load_toolbox
+    from hermes.transport import Transport
+
+    store = Store(home / "direct.db")
+    transport = Transport()
+    resolved = resolve(ROUTE, emu_url, MODEL)
+    sids = [store.create_session(provider=ROUTE, model=MODEL, base_url=emu_url) for _ in range(n)]
+    warm = store.create_session(provider=ROUTE, model=MODEL, base_url=emu_url)
+    for j in range(3):  # imports, the connection pool: the gateway was warmed up the same way
+        Agent(store, load_toolbox(ToolContext(), plugins=False), api_key=KEY, transport=transport).run_turn(
+            warm, f"warm {j}", resolved)
+
+    def worker(sid: str) -> list[float]:
+        agent = Agent(store, load_toolbox(ToolContext(), plugins=False), api_key=KEY, transport=transport)
+        out = []
+        for j in range(turns):
+            t = time.perf_counter()
+            agent.run_turn(sid, f"turn {j}", resolved)
+            out.append(time.perf_counter() - t)
+        return out
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(n) as pool:
+        lat = [x for xs in pool.map(worker, sids) for x in xs]
+    wall = time.perf_counter() - started
+    transport.close()
+    store.close()
+    return lat, wall
+
+
+def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float], float]:
+    with httpx.Client(base_url=base, timeout=120) as c:
+        sids = [c.post("/v1/sessions", json={"provider": ROUTE, "model": MODEL, "base_url": emu_url}).json()["id"]
+                for _ in range(n)]
+
+    def worker(sid: str) -> list[float]:
+        out = []
+        with httpx.Client(base_url=base, timeout=120) as c:
+            for j in range(turns):
+                t = time.perf_counter()
+                r = c.post(f"/v1/sessions/{sid}/messages", json={"content": f"turn {j}"})
+                out.append(time.perf_counter() - t)
+                if r.status_code != 200:
+                    raise SystemExit(f"gateway turn failed: {r.status_code} {r.text}")
+        return out
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(n) as pool:
+        lat = [x for xs in pool.map(worker, sids) for x in xs]
+    return lat, time.perf_counter() - started
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--turns", type=int, default=20, help="turns per session (default 20)")
+    ap.add_argument("--levels", default="1,8,32")
+    ap.add_argument("--direct-worker", nargs=4, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.direct_worker:
+        import orjson
+
+        n, turns, url, home_dir = args.direct_worker
+        lat, wall = direct_worker(int(n), int(turns), url, Path(home_dir))
+        sys.stdout.write(orjson.dumps({"lat": lat, "wall": wall}).decode())
+        return
+    from hermes.emulate import Emulator
+
+    home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
+    os.environ["HERMES_HOME"] = str(home)
+    with Emulator([ROUTE]) as emu:
+        url = emu.url(ROUTE)
+        proc, base = start_gateway(home)
+        try:
+            run_gateway(base, url, 2, 3)  # warm-up: imports, connections, the HTTP pool
+            rows = []
+            for n in (int(x) for x in args.levels.split(",")):
+                d_lat, _ = run_direct(url, home, n, args.turns)
+                g_lat, g_wall = run_gateway(base, url, n, args.turns)
+                ms = {p: (pct(g_lat, p) - pct(d_lat, p)) * 1000 for p in (50, 99)}
+                rows.append((n, len(g_lat) / g_wall, pct(d_lat, 50) * 1000, pct(g_lat, 50) * 1000,
+                             pct(d_lat, 99) * 1000, pct(g_lat, 99) * 1000, ms[50], ms[99],
+                             statistics.mean(g_lat) * 1000 - statistics.mean(d_lat) * 1000))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    print(f"gateway bench: {ROUTE} emulator (zero latency), {args.turns} turns per session, "
+          "2 model calls + 2 commits per turn")
+    head = ("sessions", "turns/s", "direct p50", "gw p50", "direct p99", "gw p99", "added p50", "added p99",
+            "added mean")
+    print("  ".join(f"{h:>10}" for h in head))
+    for row in rows:
+        print("  ".join(f"{row[0]:>10}" if i == 0 else f"{v:>10.1f}" for i, v in enumerate(row)))
+    print("(latencies in ms; added = gateway minus direct Agent.run_turn at the same percentile)")
+    last = next((r for r in rows if r[0] == 32), rows[-1])
+    print(f"gateway p99_overhead_ms_32 {last[7]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
