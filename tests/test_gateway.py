@@ -367,9 +367,17 @@ def test_switch_provider_then_branch(cluster: Cluster) -> None:
         fork = r.json()["id"]
         fview = c.get(f"/v1/sessions/{fork}").json()
         assert fview["messages"] == view["messages"][:4] and fview["session"]["parent_id"] == sid
-        r = c.post(f"/v1/sessions/{sid}/compress")
+        before = len(view["messages"])
+        r = c.post(f"/v1/sessions/{sid}/compress", json={"keep_last": 1})
         if importlib.util.find_spec("hermes.compaction") is None:
             assert r.status_code == 501 and r.json()["error"]["type"] == "not_implemented"
+        else:  # the summary is written by the session's current route (the Responses emulator)
+            assert r.status_code == 200, r.text
+            after = c.get(f"/v1/sessions/{sid}").json()["messages"]
+            assert after[:before] == view["messages"]  # nothing deleted: a checkpoint is appended
+            assert any(p["kind"] == "compaction" for m in after[before:] for p in m["parts"])
+            r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "after the checkpoint"})
+            assert r.status_code == 200 and r.json()["stopped"] == "answer"
 
 
 # ----------------------------------------------------------------------------- OpenAI facade

@@ -7,7 +7,8 @@ Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when
   one user turn (tool loop included): JSON, or an SSE stream of the turn's events;
 * ``GET /v1/sessions/{id}`` — ``session_view``: messages, reasoning visible, blobs summarised;
 * ``POST /v1/sessions/{id}/branch`` — ``{upto_seq?, title?}`` → the new session;
-* ``POST /v1/sessions/{id}/compress`` — ``hermes.compaction.compress_session`` (501 without it);
+* ``POST /v1/sessions/{id}/compress`` — ``{keep_last?}`` → ``hermes.compaction.compress_session``
+  (501 in a build without it);
 * ``POST /v1/chat/completions`` — OpenAI facade, session named by ``X-Hermes-Session``;
 * ``GET /healthz``.
 
@@ -280,20 +281,23 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         except ImportError:
             raise ApiError(501, "not_implemented", "compaction is not available in this build") from None
 
+        keep_last = body_field(body, "keep_last", kind=int)
+
         def work() -> Any:
             from ..keys import find_key
 
             info = store.get_session(sid)
             resolved = choose_route(config, provider=None, model=None, base_url=None, session=info)
+            extra = {} if keep_last is None else {"keep_last": keep_last}
             return call_with_accepted(compress_session, store=store, session_id=sid, resolved=resolved,
-                                      api_key=find_key(resolved.route), **{k: v for k, v in body.items()
-                                                                           if k in ("keep", "keep_last")})
+                                      api_key=find_key(resolved.route), transport=state.transport,
+                                      tools=state.toolbox.specs,
+                                      settings=Settings(thinking=config.thinking, effort=config.effort), **extra)
 
-        async with state.locks.hold(sid):
+        async with state.locks.hold(sid):  # a checkpoint is a turn: it must not interleave with one
             out = await anyio.to_thread.run_sync(work, limiter=state.limiter)
-        if not isinstance(out, dict):
-            out = {"result": out if isinstance(out, str | int | float | bool | None) else repr(out)}
-        return json_response({"session_id": sid, **out})
+        line = out if isinstance(out, str) else repr(out)
+        return json_response({"session_id": sid, "result": line})
 
     async def completions(request: Request) -> Response:
         return await chat_completions(state, request)
