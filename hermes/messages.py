@@ -17,6 +17,7 @@ Invariants this module guarantees:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -37,6 +38,7 @@ __all__ = [
     "Text",
     "ToolCall",
     "ToolResult",
+    "blob_hash",
     "dumps",
     "loads",
     "message_from_dict",
@@ -46,6 +48,12 @@ __all__ = [
 FORMAT_VERSION = 1
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
+
+
+def blob_hash(blob: str) -> str:
+    """Content address of a blob: sha256 hex of its UTF-8 bytes. The store files blobs under
+    it and the rejection memory suppresses blobs by it, so both must use this one function."""
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ Wire modules render the plan and never decide again.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -25,7 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from .history import open_loop_start, window
-from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall
+from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall, blob_hash
 from .resolve import Resolved
 from .routes import Route, deep_merge
 
@@ -100,9 +99,6 @@ class ReplayPlan:
     thinking: bool
     notes: tuple[str, ...] = ()
 
-
-def blob_hash(blob: str) -> str:
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def blob_allowed(part: Reasoning, target: Resolved, learned: Learned = Learned()) -> str | None:

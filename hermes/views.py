@@ -1,61 +1,84 @@
-"""What a session looks like to a person or a client: ``hermes sessions show`` and the gateway.
+"""What a session looks like to a person or a client — reasoning visible, blobs not.
 
-Blobs are never printed: a view shows their kind, length and a short hash, which is enough to
-see that a signature came back byte-exact and where it came from.
+``session_view`` is shared by ``GET /v1/sessions/{id}`` and ``hermes sessions show --json`` so
+both print the same shape; ``describe_part`` gives the human lines of ``hermes sessions show``. Every part is its documented JSON form (``messages.part_to_dict``) except that opaque
+payloads — ``Reasoning.blob`` and the signatures in a ``native`` record — are replaced by a
+summary ``{blob_kind, chars, sha256}`` (a 12-hex-digit prefix of the sha256 the store files the
+blob under). Those payloads can be megabytes, mean nothing to a reader, and a view is for
+seeing *which* carrier a turn holds and whether two sessions share it, not for re-sending it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult, part_to_dict
+from .messages import Compaction, Reasoning, Text, ToolCall, ToolResult, part_to_dict
 from .replay import blob_hash
 
-__all__ = ["message_view", "part_view", "session_view"]
+__all__ = ["blob_summary", "describe_part", "session_view"]
+
+_PREFIX = 12
 
 
-def part_view(p: Any, *, full: bool = False) -> dict[str, Any]:
-    """One part as JSON-able data; reasoning text only when ``full``, blobs only as hashes."""
-    if not isinstance(p, Reasoning):
-        return part_to_dict(p)
-    o = p.origin
-    d: dict[str, Any] = {"kind": "reasoning", "origin": {"provider": o.provider, "host": o.host,
-                                                         "model": o.model, "wire": o.wire},
-                         "text_chars": len(p.text)}
-    if full:
-        d["text"] = p.text
-    if p.blob is not None:
-        d["blob"] = {"kind": p.blob_kind, "chars": len(p.blob), "sha256": blob_hash(p.blob)[:12]}
-    if p.item_id:
-        d["item_id"] = p.item_id
-    if p.native:
-        n = p.native
-        nat: dict[str, Any] = {}
-        if n.thought_signature:
-            nat["thought_signature"] = {"chars": len(n.thought_signature), "sha256": blob_hash(n.thought_signature)[:12]}
-        if n.tool_signatures:
-            nat["tool_signatures"] = {cid: {"chars": len(s), "sha256": blob_hash(s)[:12]} for cid, s in n.tool_signatures}
-        if n.reasoning_opaque:
-            nat["reasoning_opaque"] = {"chars": len(n.reasoning_opaque), "sha256": blob_hash(n.reasoning_opaque)[:12]}
-        if n.reasoning_text:
-            nat["reasoning_text"] = {"chars": len(n.reasoning_text)} | ({"text": n.reasoning_text} if full else {})
-        d["native"] = nat
+def blob_summary(blob: str, blob_kind: str | None) -> dict[str, Any]:
+    """What a reader needs to know of an opaque payload: its kind, size and identity."""
+    digest = blob_hash(blob)[:_PREFIX]
+    return {"blob_kind": blob_kind, "chars": len(blob), "sha256": digest}
+
+
+def _part_view(part: Any, full: bool) -> dict[str, Any]:
+    d = part_to_dict(part)
+    if not isinstance(part, Reasoning):
+        return d
+    if not full:
+        d["text_chars"] = len(d.pop("text"))
+    if part.blob is not None:
+        d["blob"] = blob_summary(part.blob, part.blob_kind)
+    native = d.get("native")
+    if native:
+        if "thought_signature" in native:
+            native["thought_signature"] = blob_summary(native["thought_signature"], "gemini.thought_signature")
+        if "tool_signatures" in native:
+            native["tool_signatures"] = [[cid, blob_summary(sig, "gemini.tool_signature")]
+                                         for cid, sig in native["tool_signatures"]]
+        if "reasoning_opaque" in native:
+            native["reasoning_opaque"] = blob_summary(native["reasoning_opaque"], "copilot.reasoning_opaque")
+        if "reasoning_text" in native and not full:
+            native["reasoning_text"] = {"chars": len(native["reasoning_text"])}
     return d
 
 
-def message_view(seq: int, m: Message, *, full: bool = False) -> dict[str, Any]:
-    return {"seq": seq, "role": m.role, "parts": [part_view(p, full=full) for p in m.parts]}
+def session_view(store: Any, session_id: str, *, full: bool = True) -> dict[str, Any]:
+    """``{session: {...}, messages: [{seq, role, parts}]}`` for one session (exact id or prefix).
+    ``full=False`` shows reasoning text as its length only.
 
-
-def session_view(store: Any, session_id: str, *, full: bool = False) -> dict[str, Any]:
-    """The session row plus every message with its reasoning carriers."""
+    ``carriers`` on a message lists the reasoning payload kinds it holds (``text`` for readable
+    reasoning, a blob kind, or ``native.<field>``) so a reader can scan what would be replayed.
+    """
     info = store.get_session(session_id)
-    msgs = store.load(info.id)
+    history = store.load(info.id)
+    messages = []
+    for seq, m in enumerate(history):
+        carriers: list[str] = []
+        for p in m.reasoning:
+            if p.text:
+                carriers.append("text")
+            if p.blob_kind:
+                carriers.append(p.blob_kind)
+            if p.native:
+                carriers.extend(f"native.{f}" for f in sorted(p.native.fields()))
+        entry: dict[str, Any] = {"seq": seq, "role": m.role, "parts": [_part_view(p, full) for p in m.parts]}
+        if carriers:
+            entry["carriers"] = list(dict.fromkeys(carriers))
+        messages.append(entry)
     return {
-        "id": info.id, "title": info.title, "provider": info.provider, "model": info.model,
-        "base_url": info.base_url, "parent_id": info.parent_id, "created": info.created,
-        "updated": info.updated, "model_config": store.model_config(info.id),
-        "messages": [message_view(i, m, full=full) for i, m in enumerate(msgs)],
+        "session": {
+            "id": info.id, "title": info.title, "provider": info.provider, "model": info.model,
+            "base_url": info.base_url, "created": info.created, "updated": info.updated,
+            "parent_id": info.parent_id, "branch_of_seq": info.branch_of_seq,
+            "message_count": len(history), "turn_count": info.turn_count,
+        },
+        "messages": messages,
     }
 
 

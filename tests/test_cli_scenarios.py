@@ -110,7 +110,7 @@ def test_resume_and_branch_replay_turn_one_reasoning(route, stream, emulator, he
     branch = orjson.loads(cli(hermes_home, "sessions", "branch", sid, "--json").stdout)["id"]
     next_request_carries_turn_one(branch)
     show = orjson.loads(cli(hermes_home, "sessions", "show", branch, "--json").stdout)
-    assert show["parent_id"] == sid and len(show["messages"]) > len(stored)
+    assert show["session"]["parent_id"] == sid and len(show["messages"]) > len(stored)
 
 
 def test_canary_key_never_reaches_disk_or_output(emulator, hermes_home, tmp_path):

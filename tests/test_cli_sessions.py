@@ -41,7 +41,9 @@ def test_show_prints_carriers_without_blobs(session, hermes_home):
     assert "blob openrouter.details" in text and "sha256:" in text
     data = orjson.loads(cli(hermes_home, "sessions", "show", session, "--json").stdout)
     reasoning = [p for m in data["messages"] for p in m["parts"] if p["kind"] == "reasoning"]
-    assert reasoning and all("text" not in p and set(p["blob"]) == {"kind", "chars", "sha256"} for p in reasoning)
+    assert reasoning and all("text" not in p and p["text_chars"] and set(p["blob"]) == {"blob_kind", "chars", "sha256"}
+                             for p in reasoning)
+    assert all("openrouter.details" in m.get("carriers", []) for m in data["messages"] if m["role"] == "assistant")
     full = orjson.loads(cli(hermes_home, "sessions", "show", session, "--json", "--reasoning").stdout)
     assert all(p["text"] for m in full["messages"] for p in m["parts"] if p["kind"] == "reasoning")
     listed = orjson.loads(cli(hermes_home, "sessions", "list", "--json").stdout)

@@ -4,10 +4,10 @@ step, so several gateway processes can serve one store. See ``docs/gateway.md``.
 
 from __future__ import annotations
 
+from ..views import blob_summary, session_view
 from .app import GatewayOptions, GatewayState, create_app
 from .locks import Busy, SessionLocks
 from .server import is_loopback, serve
-from .view import blob_summary, session_view
 
 __all__ = ["Busy", "GatewayOptions", "GatewayState", "SessionLocks", "blob_summary", "create_app",
            "is_loopback", "serve", "session_view"]

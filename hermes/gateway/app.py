@@ -42,11 +42,11 @@ from ..resolve import Resolved
 from ..runtime import choose_route
 from ..tools import Toolbox, ToolContext, load_toolbox
 from ..transport import Transport
+from ..views import session_view
 from .http import ApiError, error_response, from_exception, json_response, read_json, require_auth
 from .http import field as body_field
 from .locks import SessionLocks
 from .turns import TurnJob, TurnRequest, call_with_accepted, describe
-from .view import session_view
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
 

@@ -13,7 +13,6 @@ to ``dumps`` of what was appended (orjson keeps the key order of ``extra``).
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import orjson
@@ -26,6 +25,7 @@ from ..messages import (
     Text,
     ToolCall,
     ToolResult,
+    blob_hash,
     part_from_dict,
     part_to_dict,
 )
@@ -43,15 +43,6 @@ TEXT_KEY: dict[str, str] = {
 
 PartRow = tuple[str, str, str | None, str | None, str | None, str | None]
 """(kind, text, data JSON or None, blob hash or None, blob or None, blob_kind or None)."""
-
-
-def blob_hash(blob: str) -> str:
-    """Content address of a blob: sha256 hex of its UTF-8 bytes.
-
-    The same function names blobs in the capability ledger (suppressed blob hashes), so a
-    rejection learned for a blob matches the stored row without loading the blob.
-    """
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def part_to_row(part: Part) -> PartRow:
