@@ -117,7 +117,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"(?:{_Q}(?P<where>{_P}){_QE}\s*:\s*)?property\s*{_Q}(?P<tok>{_P}){_QE}\s*is\s+(?:unsupported|not "
                 rf"supported|not allowed|not permitted)", re.I), "top"),
     # OpenAI message level: Additional properties are not allowed ('x' was unexpected) - 'messages.2'
-    (re.compile(rf"\((?P<toks>(?:\s*{_Q}[\w$]+{_QE}\s*,?)+)\s*(?:was|were)\s+unexpected\s*\)"
+    (re.compile(rf"\(\s*(?P<toks>{_Q}[\w$]+{_QE}(?:\s*,\s*{_Q}[\w$]+{_QE})*)\s*(?:was|were)\s+unexpected\s*\)"
                 rf"(?:\s*-\s*{_Q}(?P<where>{_P}){_QE})?", re.I), "any"),
     # path first: messages.1.x: Extra inputs are not permitted / messages[2]: unknown field `x`
     (re.compile(rf"(?:{_Q}(?P<where>{_P}){_QE}\s*:\s*)?(?:unknown|unrecognized|unexpected|unsupported|extraneous)\s+"
