@@ -220,3 +220,44 @@ def test_error_reading_is_linear_time(text: str) -> None:
     started = time.monotonic()
     mentions(400, text + " unknown field (" + "a " * 200 + ")")
     assert time.monotonic() - started < 0.5
+
+
+def test_signature_rejection_suppresses_the_blob_by_hash_and_retries_once(emu: Emulator, tmp_path: Path) -> None:
+    """A stored reasoning_details blob whose signature no longer verifies (OpenRouter passes
+    Anthropic's 400 through in metadata.raw): that blob — found via the plan and the stored
+    history, since chat routes move details out of the parts — is suppressed by hash, the
+    request is retried once without it, and the stored history keeps it."""
+    from hermes.agent import Agent
+    from hermes.messages import Message, Text, ToolCall, ToolResult
+    from hermes.replay import blob_hash
+    from hermes.resolve import resolve
+    from hermes.tools import ToolContext, load_toolbox
+
+    (tmp_path / "notes.txt").write_text("hello\n")
+    target = resolve("openrouter", emu.url("openrouter"), MODEL)
+    bad = orjson.dumps([{"type": "reasoning.text", "text": "I should read it.", "signature": "EsTAMPERED==",
+                         "format": "anthropic-claude-v1", "index": 0}]).decode()
+    with Store(tmp_path / "state.db") as store:
+        sid = store.create_session(provider="openrouter", model=MODEL, base_url=emu.url("openrouter"))
+        store.append_turn(sid, [
+            Message.user("read notes.txt"),
+            Message("assistant", (Reasoning("I should read it.", target.key, blob=bad, blob_kind="openrouter.details"),
+                                  ToolCall("call_1", "read_file", '{"path": "notes.txt"}'))),
+            Message("tool", (ToolResult("call_1", "hello", "read_file"),)),
+            Message("assistant", (Text("It says hello."),)),
+        ], route_key=target.key)
+        before = b"".join(store.export_jsonl(sid))
+        notes: list[str] = []
+        agent = Agent(store, load_toolbox(ToolContext(cwd=tmp_path)), stream=True, api_key="k",
+                      on_event=lambda kind, p: notes.append(p) if kind == "learned" else None)
+        start = len(emu.requests("openrouter"))
+        result = agent.run_turn(sid, "and now?", target)
+        reqs = emu.requests("openrouter")[start:]
+        assert result.stopped == "answer" and len(notes) == 1 and "signed reasoning" in notes[0]
+        assert "reasoning_details" in assistants(reqs[0])[0]
+        assert "reasoning_details" not in assistants(reqs[1])[0], "the retry drops the rejected blob"
+        assert assistants(reqs[1])[0].get("reasoning") == "I should read it.", "its readable text still goes"
+        assert len(reqs) == 1 + result.steps, "one retry, then every later step is clean"
+        assert b"".join(store.export_jsonl(sid)).startswith(before)
+        caps = store.capabilities("openrouter", "127.0.0.1", MODEL)
+        assert caps["suppressed_blobs"] == [blob_hash(bad)]
