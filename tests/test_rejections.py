@@ -112,7 +112,7 @@ def test_drift_is_learned_once_and_never_paid_again(emu: Emulator, hermes_home: 
 
     # 6. the ledger is visible, and forgetting it brings the field back
     ledger = orjson.loads(cli(hermes_home, "routes", "learned", "--json").stdout)
-    [entry] = [e for e in ledger if e["model"] == MODEL]
+    [entry] = [e for e in ledger if e["model"] == MODEL and e["kind"] == "rejected_carriers"]
     assert (entry["provider"], entry["host"], entry["kind"]) == ("openrouter", "127.0.0.1", "rejected_carriers")
     assert entry["value"] == ["reasoning", "reasoning_details"]
     assert entry["evidence"]["status"] == 400 and "reasoning_details" in entry["evidence"]["error"]
@@ -120,8 +120,9 @@ def test_drift_is_learned_once_and_never_paid_again(emu: Emulator, hermes_home: 
     text = cli(hermes_home, "routes", "learned").stdout
     assert "openrouter @ 127.0.0.1 / anthropic/claude-sonnet-4.5" in text and "HTTP 400" in text
     said = cli(hermes_home, "routes", "forget", "--provider", "openrouter", "--model", MODEL).stdout
-    assert said.startswith("forgot 1 ledger entry") and "session cop" in said
-    assert orjson.loads(cli(hermes_home, "routes", "learned", "--json").stdout) == []
+    assert said.startswith("forgot ") and "ledger entr" in said and "session cop" in said
+    left = orjson.loads(cli(hermes_home, "routes", "learned", "--json").stdout)
+    assert not [e for e in left if e["model"] == MODEL], "every fact about that model is gone"
     out, reqs = chat(emu, hermes_home, tmp_path, "--resume", sid, "-q", "Again with details?")
     assert "reasoning_details" in carried(reqs[0]), "forgotten: the session sends the field again"
 
@@ -135,7 +136,8 @@ def test_must_echo_route_never_drops_reasoning_content(emu: Emulator, hermes_hom
     assert "400" in r.stderr and "reasoning_content" in r.stderr
     assert len(reqs) == 2, "no retry"
     assert "reasoning_content" in carried(reqs[1])
-    assert orjson.loads(cli(hermes_home, "routes", "learned", "--json").stdout) == []
+    learned = orjson.loads(cli(hermes_home, "routes", "learned", "--json").stdout)
+    assert not [e for e in learned if e["kind"] in ("rejected_carriers", "suppressed_blobs")]
     # the drift ends: the session goes on with reasoning_content, nothing was learned to drop it
     emu.state.set_control("deepseek", reject_fields=[])
     sid = Store(hermes_home / "state.db").latest_session()
