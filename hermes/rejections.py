@@ -1,36 +1,18 @@
 """Rejection memory: learn from a 4xx that names a replayed field, retry once, never pay twice.
 
-``classify`` is pure. It teaches a carrier drop only when all of these hold:
-
-1. the status is a client error that can be about the request's shape (4xx, not auth,
-   rate-limit or timeout statuses); 5xx never teaches, whatever its text says;
-2. the error *names* a carrier field as unknown / not permitted / unsupported — read from
-   structured error data first (Pydantic ``loc`` records, ``param`` with an unknown-parameter
-   code, Gemini ``fieldViolations``), then from the providers' sentence shapes that put the
-   field next to the complaint (``messages.1.x: Extra inputs are not permitted``,
-   ``Unknown name "x" at 'messages[1]'``, ``('messages.1' : property 'x' is unsupported)``,
-   ``('x' was unexpected) - 'messages.2'``, ``Unknown parameter: 'messages[1].x'``,
-   ``messages[2]: unknown field `x```, a few other languages), and only then from the bare
-   phrase list (the seed's only method), with "expected one of …" / "did you mean …" lists cut
-   off so a field that is merely *listed* is never taken as the culprit;
-3. the named field is one this request actually sent on an assistant message (at the index
-   the error points to, when it gives one); a top-level parameter of the same name
-   (``reasoning``) is a different field and teaches nothing about messages;
-4. nothing in the error is the opposite signal ("must be passed back", "missing", "required",
-   "must not be empty", in any of the languages below): dropping a field can never fix those.
-
-Naming ``reasoning_content`` drops every carrier the request sent (strict schemas report one
-key per error); naming ``reasoning`` or ``reasoning_details`` drops those two. On must-echo
-routes a complaint naming ``reasoning_content`` is a value complaint and teaches nothing.
-
-Signature rejections (Anthropic, Bedrock, Responses, Gemini, Copilot, and the same texts passed
-through a gateway's ``metadata.raw``) suppress the signed blobs the request carried, by content
-hash (``replay.blob_hash``); ``replay`` honours the suppression for blob parts and native
-records alike.
-
-What is learned is stored per (provider, host, model) in the session's ``model_config`` (so
-``--resume``, branches and gateway turns keep it) and in the global capability ledger (so a
-new session does not pay the same 400). Stored history is never modified.
+``classify`` is pure. A carrier drop is learned only when the status is a shape-related 4xx
+(never 5xx, auth or rate limits); the error names a carrier as unknown / not permitted /
+unsupported — structured data first (Pydantic ``loc``, ``param`` with an unknown-parameter
+code, Gemini ``fieldViolations``, gateway ``metadata.raw`` unwrapped), then the providers'
+sentence shapes that tie the field to the complaint, the bare phrase list last, with
+"expected one of" / "did you mean" lists cut off; the request sent that field on an
+assistant message (at the index the error gives) — a top-level ``reasoning`` parameter is a
+different field; and nothing in the error asks for *more* ("must be passed back", "missing",
+"required", "empty", in several languages). Naming ``reasoning_content`` drops every carrier
+sent; naming ``reasoning``/``reasoning_details`` drops those two; must-echo routes never drop
+``reasoning_content``. Signature rejections suppress the signed blobs the request carried, by
+content hash. Lessons live per (provider, host, model) in the session's ``model_config`` and in
+the global capability ledger; stored history is never modified. See docs/rejections.md.
 """
 
 from __future__ import annotations
