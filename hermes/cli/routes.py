@@ -102,3 +102,5 @@ def explain(provider: str | None, base_url: str | None, model: str, as_json: boo
     click.echo(f"source     {r.source}")
     for line in res.why:
         click.echo(f"why        {line}")
+routes.add_command(__import__("hermes.cli.routes_learned", fromlist=["learned"]).learned)
+routes.add_command(__import__("hermes.cli.routes_learned", fromlist=["forget"]).forget)
