@@ -8,6 +8,7 @@ import click
 
 from ..routes import Route
 from ._common import echo_json, resolve_cli, route_table
+from .routes_learned import forget, learned
 
 __all__ = ["routes"]
 
@@ -102,5 +103,7 @@ def explain(provider: str | None, base_url: str | None, model: str, as_json: boo
     click.echo(f"source     {r.source}")
     for line in res.why:
         click.echo(f"why        {line}")
-routes.add_command(__import__("hermes.cli.routes_learned", fromlist=["learned"]).learned)
-routes.add_command(__import__("hermes.cli.routes_learned", fromlist=["forget"]).forget)
+
+
+routes.add_command(learned)
+routes.add_command(forget)

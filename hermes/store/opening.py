@@ -84,6 +84,24 @@ def _migrate(c: sqlite3.Connection) -> None:
             raise
 
 
+def _switch_to_wal(c: sqlite3.Connection, timeout_s: float) -> str:
+    """``PRAGMA journal_mode = WAL``, retried: the switch needs a moment alone with the file,
+    and busy_timeout does not cover it when several processes open a fresh file at once."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            mode = str(c.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+            mode = "locked"
+        if mode.lower() == "wal" or time.monotonic() > deadline:
+            return mode
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
 def open_db(path: Path, *, timeout_s: float = 10.0) -> sqlite3.Connection:
     """Open, check and migrate ``path``; every failure is a ``StoreError`` naming the path."""
     if not path.exists():
@@ -107,7 +125,7 @@ def open_db(path: Path, *, timeout_s: float = 10.0) -> sqlite3.Connection:
                 ) from None
             raise
         _refuse_newer(path, applied)
-        mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = _switch_to_wal(c, timeout_s)
         if str(mode).lower() != "wal":
             raise StoreError(f"cannot switch {path} to WAL mode (got {mode!r})", hint=_HINT_PERM)
         c.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses nothing committed
