@@ -46,7 +46,7 @@ import orjson
 import hermes
 from hermes.emulate import Emulator
 from hermes.emulate.core import _app
-from hermes.messages import Message, ToolResult, dumps
+from hermes.messages import Compaction, Message, ToolResult, dumps
 from hermes.provider import get_wire, iter_sse
 from hermes.resolve import Resolved, resolve
 from hermes.store import Store
@@ -60,7 +60,7 @@ ROUTES: dict[str, str] = {
     "bedrock": "anthropic.claude-sonnet-4-5-v1:0",
     "gemini": "gemini-3-pro-preview",
 }
-PHASES = ("request", "stream", "commit", "random")
+PHASES = ("request", "stream", "commit", "random", "compaction")
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
            "AWS_REGION": "us-east-1"}
 
@@ -216,20 +216,46 @@ def turn_problems(db: Path, sid: str, msgs: list[Message]) -> list[str]:
         if any(owner.get(s) != tid for s in seqs):
             out.append(f"turn {tid}: messages {list(seqs)} not all owned by it")
         part = msgs[first:last + 1]
-        roles = [m.role for m in part]
-        if roles not in (["user", "assistant"], ["user", "assistant", "tool"], ["assistant"], ["assistant", "tool"]):
-            out.append(f"turn {tid}: shape {roles}")
-            continue
-        if roles[0] == "assistant" and not prev_open_tool:
-            out.append(f"turn {tid}: a model step without a user message or tool results before it")
-        asst = part[roles.index("assistant")]
-        calls = [t.id for t in asst.tool_calls]
-        results = [r.call_id for r in part[-1].parts if isinstance(r, ToolResult)] if roles[-1] == "tool" else []
-        if calls != results:
-            out.append(f"turn {tid}: tool calls {calls} but results {results}")
-        prev_open_tool = roles[-1] == "tool"
+        if part and any(isinstance(p, Compaction) for p in part[0].parts):
+            out += [f"turn {tid} (compaction): {p}" for p in _checkpoint_problems(msgs[:first], part)]
+        else:
+            out += [f"turn {tid}: {p}" for p in _step_problems(part, prev_open_tool)]
+        prev_open_tool = bool(part) and part[-1].role == "tool"
     if expect_first != len(msgs) or len(owner) != len(msgs):
         out.append(f"{len(msgs)} messages loaded, turns cover {expect_first}, {len(owner)} rows")
+    return out
+
+
+def _step_problems(part: list[Message], after_tool: bool) -> list[str]:
+    """One agent step: [user,] assistant [, tool with one result per call]."""
+    roles = [m.role for m in part]
+    if roles not in (["user", "assistant"], ["user", "assistant", "tool"], ["assistant"], ["assistant", "tool"]):
+        return [f"shape {roles}"]
+    if roles[0] == "assistant" and not after_tool:
+        return ["a model step without a user message or tool results before it"]
+    asst = part[roles.index("assistant")]
+    calls = [t.id for t in asst.tool_calls]
+    results = [r.call_id for r in part[-1].parts if isinstance(r, ToolResult)] if roles[-1] == "tool" else []
+    return [] if calls == results else [f"tool calls {calls} but results {results}"]
+
+
+def _checkpoint_problems(before: list[Message], part: list[Message]) -> list[str]:
+    """A compaction turn: a checkpoint, then retained messages that are byte-identical to the
+    end of the history before it and made of whole steps starting at a user message."""
+    kept = part[1:]
+    if kept and [dumps(m) for m in kept] != [dumps(m) for m in before[len(before) - len(kept):]]:
+        return ["retained messages differ from the history they were kept from"]
+    if kept and kept[0].role != "user":
+        return ["retained tail does not start at a user message"]
+    out: list[str] = []
+    i, after_tool = 0, False
+    while i < len(kept):
+        j = i + 1
+        while j < len(kept) and kept[j].role != "user" and not (kept[j].role == "assistant" and kept[j - 1].role == "tool"):
+            j += 1
+        out += _step_problems(kept[i:j], after_tool)
+        after_tool = kept[j - 1].role == "tool"
+        i = j
     return out
 
 
@@ -251,6 +277,7 @@ class Report:
     statuses: Counter[int | str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
     compaction: str = "hermes.compaction not present — skipped"
+    checkpoints: int = 0
 
     def lines(self) -> Iterator[str]:
         yield f"kills by observed phase: {dict(sorted(self.phases.items()))}"
@@ -259,7 +286,7 @@ class Report:
         yield (f"tool loops cut between committed steps (each step whole, resumed next run): "
                f"{self.interrupted_tool_loops}")
         yield f"emulator responses by status: {dict(self.statuses)}"
-        yield f"compaction: {self.compaction}"
+        yield f"compaction: {self.compaction}; checkpoints stored {self.checkpoints}"
         yield f"lost turns {self.lost}, partial turns {self.partial}, turns differing from the wire {self.mismatched}"
         for p in self.problems[:20]:
             yield f"PROBLEM: {p}"
@@ -336,10 +363,15 @@ class CrashLoop:
         logged = len(self.emu.requests(route))
         step = self.rng.choice((1, 2))  # which model request of the turn to aim at
         env = dict(self.env)
+        argv = self._argv(route, f"turn {self.n} on {route}")
+        label = ""
+        if phase == "compaction":  # `sessions compress`: a summary request, then one append_turn
+            argv = [sys.executable, "-m", "hermes", "sessions", "compress", self.sessions[route]]
+            label, step = "compaction/", 1
+            phase = self.rng.choice(("request", "commit", "random"))
         if phase == "commit":
             env["HERMES_TEST_COMMIT_DELAY"] = str(self.commit_delay)
-        proc = subprocess.Popen(self._argv(route, f"turn {self.n} on {route}"), env=env, cwd=self.work,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, env=env, cwd=self.work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
         def nth() -> Capture | None:
             caps = self._mine(route, start)
@@ -361,7 +393,7 @@ class CrashLoop:
         else:
             time.sleep(self.rng.uniform(0.3, 1.8))
         if alive and proc.poll() is None:
-            seen = self._observed(route, start)
+            seen = label + self._observed(route, start)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             self.report.kills += 1
@@ -436,19 +468,25 @@ class CrashLoop:
                 self.report.problems.append(f"final turn on {route} failed: {r.stderr.strip()[-300:]}")
                 self.report.failed_runs += 1
             self.check(route)
+            with Store(self.db) as st:
+                self.report.checkpoints += sum(1 for m in st.load(self.sessions[route])
+                                               if any(isinstance(p, Compaction) for p in m.parts))
         self.report.statuses.update("killed" if c.disconnected else c.status for c in self.emu.captures)
         bad = sum(1 for c in self.emu.captures if c.status not in (0, 200) and not c.disconnected)
         if bad:
             self.report.problems.append(f"{bad} emulator responses were not 200 (a replay was rejected)")
 
     def run(self, kills: int) -> Report:
-        if importlib.util.find_spec("hermes.compaction") is not None:
-            self.report.compaction = "hermes.compaction exists but has no kill hook here yet — not exercised"
+        phases = PHASES
+        if importlib.util.find_spec("hermes.compaction") is None:
+            phases = PHASES[:-1]
+        else:
+            self.report.compaction = "`hermes sessions compress` killed in its summary request or its commit"
         self.start_sessions()
         i = 0
         while self.report.kills < kills and i < kills * 3:
             route = self.routes[i % len(self.routes)]
-            phase = PHASES[(i // len(self.routes)) % len(PHASES)]
+            phase = phases[(i // len(self.routes)) % len(phases)]
             self.one(route, phase)
             i += 1
             if self.report.kills and self.report.kills % 25 == 0 and self.log is not None:
