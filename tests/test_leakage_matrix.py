@@ -194,6 +194,8 @@ def test_every_route_pair_carries_nothing_of_the_origin_and_is_accepted(
             if not ex.response.message.text and not ex.response.message.tool_calls:
                 failures.append(f"{a} → {b}: empty response")
     transport.close()
-    print(f"leakage matrix: {len(KEYS)} routes, {pairs} pairs checked, {len(failures)} leaks/rejections")
+    minting = sum(1 for s in secrets.values() if s)
+    print(f"leakage matrix: {len(KEYS)} routes ({minting} mint blobs), {pairs} pairs checked, "
+          f"{len(failures)} leaks/rejections")
     assert pairs == len(KEYS) ** 2 and len(KEYS) == len(ROUTES)
     assert not failures, f"{len(failures)} of {pairs} pairs failed:\n" + "\n".join(failures[:40])
