@@ -60,7 +60,7 @@ ROUTES: dict[str, str] = {
     "bedrock": "anthropic.claude-sonnet-4-5-v1:0",
     "gemini": "gemini-3-pro-preview",
 }
-PHASES = ("request", "stream", "commit", "random", "compaction")
+PHASES: tuple[str, ...] = ("request", "stream", "commit", "random", "compaction")
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
            "AWS_REGION": "us-east-1"}
 
@@ -79,6 +79,9 @@ class Capture:
     body: bytearray = field(default_factory=bytearray)
     done: bool = False
     disconnected: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    """Request headers as received, auth included (memory only: the secrets test proves a key
+    was really sent with them; the emulator's own log strips auth)."""
     """The client went away (killed) — whatever the server answered then reached no one."""
 
 
@@ -94,7 +97,8 @@ class _Tee:
             await self.app(scope, receive, send)
             return
         cap = Capture(scope["path"].strip("/").split("/")[0], scope["path"],
-                      scope.get("query_string", b"").decode())
+                      scope.get("query_string", b"").decode(),
+                      headers={k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])})
         self.sink.append(cap)
 
         async def heard() -> Any:
@@ -141,6 +145,9 @@ class TeeEmulator(Emulator):
             time.sleep(0.01)
         return self
 
+    def __enter__(self) -> TeeEmulator:
+        return self.start()
+
 
 def decode_capture(resolved: Resolved, cap: Capture) -> Message | None:
     """The assistant message a complete 200 response carries, folded from its raw bytes the
@@ -168,7 +175,7 @@ def decode_capture(resolved: Resolved, cap: Capture) -> Message | None:
                 if acc.finished and getattr(wire, "STREAM_ENDS_AT_FINISH", False):
                     break
         return acc.result().message
-    except Exception:  # noqa: BLE001 - an undecodable capture simply matches nothing
+    except Exception:
         return None
 
 
@@ -424,7 +431,7 @@ class CrashLoop:
         try:
             with Store(self.db) as s:
                 msgs = s.load(sid)
-        except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+        except Exception as e:
             r.problems.append(f"run {self.n} ({route}): load failed: {e}")
             return False
         now = [dumps(m) for m in msgs]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from crash_loop import ROUTES, crash_loop  # noqa: E402
+from crash_loop import ROUTES, crash_loop
 
 
 def test_fifteen_kills_leave_whole_turns_only(hermes_home: Path) -> None:
