@@ -107,6 +107,8 @@ class Agent:
     def _request(self, session_id: str, resolved: Resolved, history: list[Message], learned: Any,
                  step: int) -> Exchange:
         started = time.monotonic()
+        if self.transport is None:  # one HTTP client for the whole conversation (TLS setup is slow)
+            self.transport = Transport()
 
         def on_delta(d: Delta) -> None:
             self._emit("delta", d)
