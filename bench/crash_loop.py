@@ -33,7 +33,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -45,7 +44,6 @@ import orjson
 
 import hermes
 from hermes.emulate import Emulator
-from hermes.emulate.core import _app
 from hermes.messages import Compaction, Message, ToolResult, dumps
 from hermes.provider import get_wire, iter_sse
 from hermes.resolve import Resolved, resolve
@@ -129,24 +127,12 @@ class TeeEmulator(Emulator):
         super().__init__(names)
         self.captures: list[Capture] = []
 
-    def start(self) -> TeeEmulator:
-        import uvicorn
-
-        config = uvicorn.Config(_Tee(_app(self.state, self.names), self.captures), log_level="warning",
-                                lifespan="off", access_log=False, timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
-                                        name="crash-loop-emulator", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("emulator failed to start")
-            time.sleep(0.01)
-        return self
+    def app(self) -> Any:
+        return _Tee(super().app(), self.captures)
 
     def __enter__(self) -> TeeEmulator:
-        return self.start()
+        self.start()
+        return self
 
 
 def decode_capture(resolved: Resolved, cap: Capture) -> Message | None:

@@ -174,10 +174,14 @@ class Emulator:
     def requests(self, name: str | None = None) -> list[dict[str, Any]]:
         return self.state.requests(name)
 
+    def app(self) -> Any:
+        """The ASGI app served; a subclass may wrap it (e.g. to record raw responses)."""
+        return _app(self.state, self.names)
+
     def start(self) -> Emulator:
         import uvicorn
 
-        config = uvicorn.Config(_app(self.state, self.names), log_level="warning", lifespan="off",
+        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off",
                                 access_log=False, timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
