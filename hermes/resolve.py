@@ -273,6 +273,12 @@ def _field(key: str, name: str, value: Any) -> Any:
                 raise ConfigError(f"{where}: each rule needs a 'pattern' string")
             if set(rule) - {f.name for f in fields(ModelRule)}:
                 raise ConfigError(f"{where}: unknown rule field(s) {sorted(set(rule) - {'pattern', 'switches', 'policy', 'prior_turns'})}")
+            if not isinstance(rule.get("switches", {}), Mapping):
+                raise ConfigError(f"{where}: rule {rule['pattern']!r}: 'switches' must be a table")
+            for opt in ("policy", "prior_turns"):
+                if rule.get(opt) is not None and rule[opt] not in _CHOICES[opt]:
+                    raise ConfigError(f"{where}: rule {rule['pattern']!r}: {opt!r} must be one of "
+                                      f"{', '.join(_CHOICES[opt])}")
             rules.append(ModelRule(rule["pattern"].lower(), dict(rule.get("switches", {})),
                                    rule.get("policy"), rule.get("prior_turns")))
         return tuple(rules)
