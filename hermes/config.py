@@ -124,5 +124,7 @@ def _aliases(value: Any, where: str) -> dict[str, Alias]:
             raise ConfigError(f"{where}: alias '{name}' needs a 'model' string")
         if set(spec) - {"provider", "model", "base_url"}:
             raise ConfigError(f"{where}: alias '{name}' takes provider, model, base_url")
+        if any(spec.get(k) is not None and not isinstance(spec[k], str) for k in ("provider", "base_url")):
+            raise ConfigError(f"{where}: alias '{name}': provider and base_url must be strings")
         out[name] = Alias(spec.get("provider"), spec["model"], spec.get("base_url"))
     return out

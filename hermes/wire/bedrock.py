@@ -25,8 +25,8 @@ import binascii
 import os
 import re
 import threading
-from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
