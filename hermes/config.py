@@ -84,6 +84,8 @@ def load_config(path: Path | None = None) -> Config:
         raise ConfigError(f"{path}: cannot read: {e}") from None
     try:
         data = tomllib.loads(src)
+    except RecursionError:  # tomllib recurses per nesting level: ``a=[[[[...`` exhausts the stack
+        raise ConfigError(f"{path}:1: invalid TOML: nested too deeply") from None
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise ConfigError(f"{path}:{m.group(1) if m else 1}: invalid TOML: {e}") from None

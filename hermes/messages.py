@@ -300,7 +300,8 @@ def part_from_dict(d: Any) -> Part:
                 blob=blob,
                 blob_kind=blob_kind,
                 item_id=_str(d, "item_id", optional=True),
-                native=_native_from_dict(d["native"]) if d.get("native") is not None else None,
+                # an empty record is no record (dumps omits it; loads must agree)
+                native=(_native_from_dict(d["native"]) or None) if d.get("native") is not None else None,
                 extra=dict(extra),
             )
         case "tool_call":

@@ -191,6 +191,8 @@ def load_table(path: Path | None, *, base: Sequence[Route] = ROUTES) -> tuple[Ro
     src = path.read_text(encoding="utf-8", errors="replace")
     try:
         data = tomllib.loads(src)
+    except RecursionError:  # tomllib recurses per nesting level: ``a=[[[[...`` exhausts the stack
+        raise ConfigError(f"{path}:1: invalid TOML: nested too deeply") from None
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise ConfigError(f"{path}:{m.group(1) if m else '?'}: invalid TOML: {e}") from None

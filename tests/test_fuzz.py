@@ -154,3 +154,21 @@ def test_check_classifies_outcomes() -> None:
     assert check(Target("t", "s", lambda s, r: s, boom), b"").kind == "unexpected"
     assert check(Target("t", "s", lambda s, r: s, refuse), b"").kind == "refused"
     assert check(Target("t", "s", lambda s, r: s, lambda _: None), b"").kind == "ok"
+
+
+def test_deeply_nested_toml_is_a_config_error() -> None:
+    deep = b"l = " + b"[" * 5000 + b"]" * 5000 + b"\n"
+    for name in ("config.toml", "routes.toml"):
+        with pytest.raises(ConfigError, match="nested too deeply"):
+            BY_NAME[name].run(deep)
+
+
+def test_empty_native_record_round_trips_as_none() -> None:
+    from hermes import messages
+
+    line = orjson.dumps({"v": 1, "role": "assistant", "parts": [
+        {"kind": "reasoning", "text": "t", "origin": {"provider": "p", "host": "h", "model": "m", "wire": "gemini"},
+         "native": {"type": "hermes.native_assistant"}}]})
+    m = messages.loads(line)
+    assert m.parts[0].native is None  # type: ignore[union-attr]
+    assert messages.loads(messages.dumps(m)) == m
