@@ -172,3 +172,13 @@ def test_empty_native_record_round_trips_as_none() -> None:
     m = messages.loads(line)
     assert m.parts[0].native is None  # type: ignore[union-attr]
     assert messages.loads(messages.dumps(m)) == m
+
+
+def test_empty_native_field_round_trips_as_absent() -> None:
+    from hermes import messages
+
+    line = orjson.dumps({"v": 1, "role": "assistant", "parts": [
+        {"kind": "reasoning", "text": "t", "origin": {"provider": "p", "host": "h", "model": "m", "wire": "gemini"},
+         "native": {"type": "hermes.native_assistant", "reasoning_opaque": "op", "reasoning_text": ""}}]})
+    m = messages.loads(line)
+    assert messages.loads(messages.dumps(m)) == m
