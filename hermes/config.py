@@ -84,6 +84,8 @@ def load_config(path: Path | None = None) -> Config:
         raise ConfigError(f"{path}: cannot read: {e}") from None
     try:
         data = tomllib.loads(src)
+    except RecursionError:  # tomllib recurses per nesting level: ``a=[[[[...`` exhausts the stack
+        raise ConfigError(f"{path}:1: invalid TOML: nested too deeply") from None
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise ConfigError(f"{path}:{m.group(1) if m else 1}: invalid TOML: {e}") from None
@@ -124,5 +126,7 @@ def _aliases(value: Any, where: str) -> dict[str, Alias]:
             raise ConfigError(f"{where}: alias '{name}' needs a 'model' string")
         if set(spec) - {"provider", "model", "base_url"}:
             raise ConfigError(f"{where}: alias '{name}' takes provider, model, base_url")
+        if any(spec.get(k) is not None and not isinstance(spec[k], str) for k in ("provider", "base_url")):
+            raise ConfigError(f"{where}: alias '{name}': provider and base_url must be strings")
         out[name] = Alias(spec.get("provider"), spec["model"], spec.get("base_url"))
     return out

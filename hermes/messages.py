@@ -274,10 +274,11 @@ def _native_from_dict(d: Any) -> NativeRecord:
     ):
         raise HistoryError("'native.tool_signatures' must be a list of [call_id, signature]")
     return NativeRecord(
-        thought_signature=_str(d, "thought_signature", optional=True),
+        # empty text is absent, as _native_to_dict writes it (so a record round-trips)
+        thought_signature=_str(d, "thought_signature", optional=True) or None,
         tool_signatures=tuple((a, b) for a, b in sigs),
-        reasoning_opaque=_str(d, "reasoning_opaque", optional=True),
-        reasoning_text=_str(d, "reasoning_text", optional=True),
+        reasoning_opaque=_str(d, "reasoning_opaque", optional=True) or None,
+        reasoning_text=_str(d, "reasoning_text", optional=True) or None,
     )
 
 
@@ -300,7 +301,8 @@ def part_from_dict(d: Any) -> Part:
                 blob=blob,
                 blob_kind=blob_kind,
                 item_id=_str(d, "item_id", optional=True),
-                native=_native_from_dict(d["native"]) if d.get("native") is not None else None,
+                # an empty record is no record (dumps omits it; loads must agree)
+                native=(_native_from_dict(d["native"]) or None) if d.get("native") is not None else None,
                 extra=dict(extra),
             )
         case "tool_call":

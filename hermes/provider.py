@@ -26,7 +26,7 @@ from .stream import Accumulator, Delta, Response
 from .transport import Transport
 from .wire import ToolSpec
 
-__all__ = ["Exchange", "complete", "get_wire", "iter_sse"]
+__all__ = ["Exchange", "complete", "decode_body", "get_wire", "iter_sse"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,16 @@ def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
                 data.append(value)
     if data:
         yield event or "message", data[0] if len(data) == 1 else "\n".join(data)
+
+
+def decode_body(content: bytes, route: str) -> Any:
+    """The JSON of a whole (non-streamed) response body; ``StreamError`` when it is empty or not JSON."""
+    if not content.strip():
+        raise StreamError(f"{route}: empty response body (HTTP 200); nothing was stored")
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        raise StreamError(f"{route}: response is not JSON: {content[:120]!r}") from None
 
 
 def complete(
@@ -141,13 +151,7 @@ def _send(wire: ModuleType, resolved: Resolved, body: dict[str, Any], *, stream:
                         break
         else:
             _, content = t.post_json(url, raw, headers, route=route)
-            if not content.strip():
-                raise StreamError(f"{route}: empty response body (HTTP 200); nothing was stored")
-            try:
-                payload = orjson.loads(content)
-            except orjson.JSONDecodeError:
-                raise StreamError(f"{route}: response is not JSON: {content[:120]!r}") from None
-            feed(dec.from_wire(payload))
+            feed(dec.from_wire(decode_body(content, route)))
     finally:
         if own:
             t.close()

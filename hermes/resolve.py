@@ -191,6 +191,8 @@ def load_table(path: Path | None, *, base: Sequence[Route] = ROUTES) -> tuple[Ro
     src = path.read_text(encoding="utf-8", errors="replace")
     try:
         data = tomllib.loads(src)
+    except RecursionError:  # tomllib recurses per nesting level: ``a=[[[[...`` exhausts the stack
+        raise ConfigError(f"{path}:1: invalid TOML: nested too deeply") from None
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise ConfigError(f"{path}:{m.group(1) if m else '?'}: invalid TOML: {e}") from None
@@ -273,6 +275,12 @@ def _field(key: str, name: str, value: Any) -> Any:
                 raise ConfigError(f"{where}: each rule needs a 'pattern' string")
             if set(rule) - {f.name for f in fields(ModelRule)}:
                 raise ConfigError(f"{where}: unknown rule field(s) {sorted(set(rule) - {'pattern', 'switches', 'policy', 'prior_turns'})}")
+            if not isinstance(rule.get("switches", {}), Mapping):
+                raise ConfigError(f"{where}: rule {rule['pattern']!r}: 'switches' must be a table")
+            for opt in ("policy", "prior_turns"):
+                if rule.get(opt) is not None and rule[opt] not in _CHOICES[opt]:
+                    raise ConfigError(f"{where}: rule {rule['pattern']!r}: {opt!r} must be one of "
+                                      f"{', '.join(_CHOICES[opt])}")
             rules.append(ModelRule(rule["pattern"].lower(), dict(rule.get("switches", {})),
                                    rule.get("policy"), rule.get("prior_turns")))
         return tuple(rules)

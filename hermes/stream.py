@@ -223,8 +223,18 @@ class Accumulator:
         return self._finish is not None
 
     def snapshot(self) -> Message:
-        """The turn as folded so far (may be incomplete)."""
-        tool_ids = {key: (t.id or f"call_{n}") for n, ((kind, key), t) in
+        """The turn as folded so far (may be incomplete).
+
+        A decoder hands over what the provider sent; a member of the wrong type (a number where
+        text belongs, a list as a tool name) is caught here, once per turn, as ``StreamError``
+        rather than stored as a turn that cannot be written or reloaded."""
+        try:
+            return self._snapshot()
+        except TypeError as e:
+            raise StreamError(f"malformed response: a field has the wrong type ({e}); nothing was stored") from None
+
+    def _snapshot(self) -> Message:
+        tool_ids = {key: _s(t.id) or f"call_{n}" for n, ((kind, key), t) in
                     enumerate((k, self._parts[k]) for k in self._order) if kind == "tool"}
         parts: list[Part] = []
         for k in self._order:
@@ -235,6 +245,7 @@ class Accumulator:
             elif kind == "tool":
                 if not v.name:
                     raise StreamError(f"tool call {key!r} arrived without a name")
+                _s(v.name)
                 parts.append(ToolCall(tool_ids[key], v.name, "".join(v.args) or "{}"))
             else:
                 part = self._reasoning(v, tool_ids)
@@ -249,21 +260,28 @@ class Accumulator:
             blob = orjson.dumps([_joined(e) for e in r.details.values()]).decode()
             kind = "openrouter.details"
         native = NativeRecord(
-            thought_signature=r.thought_signature,
-            tool_signatures=tuple((tool_ids.get(k, k), s) for k, s in r.tool_sigs.items()),
-            reasoning_opaque=r.opaque,
+            thought_signature=_s(r.thought_signature),
+            tool_signatures=tuple((tool_ids.get(k, k), _s(s)) for k, s in r.tool_sigs.items()),
+            reasoning_opaque=_s(r.opaque),
             reasoning_text="".join(r.native_text) or None,
         )
         text = "".join(r.text)
         if not text and blob is None and not native and not r.item_id:
             return None
-        return Reasoning(text, self.origin, blob, kind, r.item_id, native or None, dict(r.extra))
+        return Reasoning(text, self.origin, blob, _s(kind), _s(r.item_id), native or None, dict(r.extra))
 
     def result(self) -> Response:
         """The finished turn; raises ``StreamError`` when no finish arrived (truncated)."""
         if self._finish is None:
             raise StreamError("response ended before it finished (truncated stream); nothing was stored")
         return Response(self.snapshot(), self._finish, dict(self._usage))
+
+
+def _s(value: Any) -> Any:
+    """``value`` when it is text or absent; ``TypeError`` otherwise (see ``snapshot``)."""
+    if value is not None and type(value) is not str:
+        raise TypeError(f"expected text, got {type(value).__name__}: {value!r:.60}")
+    return value
 
 
 class _Cat(list[str]):
@@ -279,6 +297,8 @@ def _merge_detail(details: dict[Any, dict[str, Any]], entry: Mapping[str, Any], 
         key = entry.get("id")
         if key is None:
             key = f"pos{len(details)}"
+    if type(key) not in (str, int):
+        raise StreamError(f"reasoning_details entry has an index/id that is not a number or text: {key!r:.60}")
     cur = details.get(key)
     if cur is None:
         details[key] = {k: _Cat((v,)) if k in _CONCAT and isinstance(v, str) else v for k, v in entry.items()}

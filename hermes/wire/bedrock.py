@@ -26,6 +26,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -48,7 +49,8 @@ from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from . import ToolSpec
 
-__all__ = ["EMPTY", "PLACEHOLDER_USER", "call", "decode_event", "from_wire", "thinking_fields", "to_wire"]
+__all__ = ["EMPTY", "PLACEHOLDER_USER", "call", "decode_event", "from_wire", "parse_converse",
+           "stream_deltas", "thinking_fields", "to_wire"]
 
 EMPTY = "(empty)"
 """Stands in for blank content: Converse rejects empty content lists and blank text blocks."""
@@ -254,8 +256,23 @@ def _usage(usage: Any) -> list[Delta]:
     return [UsageDelta(dict(usage))] if isinstance(usage, Mapping) and usage else []
 
 
+def _plain(payload: Any) -> None:
+    """botocore decodes JSON with the stdlib, which lets through what the store cannot write
+    (lone surrogates, integers past 64 bits): refuse those here, like the other wires' orjson."""
+    try:
+        orjson.dumps(payload, default=lambda o: "" if isinstance(o, bytes | bytearray) else repr(o))
+    except orjson.JSONEncodeError as e:
+        raise StreamError(f"bedrock: response carries a value that is not plain JSON ({e})") from None
+
+
 def from_wire(payload: Mapping[str, Any]) -> list[Delta]:
     """A whole Converse response as the deltas its stream would have produced."""
+    _plain(payload)
+    with _malformed("bedrock"):
+        return _from_wire(payload)
+
+
+def _from_wire(payload: Mapping[str, Any]) -> list[Delta]:
     try:
         message = payload["output"]["message"]
         content = message["content"]
@@ -294,6 +311,12 @@ def decode_event(event: str, data: Any) -> list[Delta]:
         raise StreamError(f"bedrock: {event} event is not an object")
     if event in _STREAM_ERRORS:
         raise StreamError(f"bedrock: stream failed with {event}: {data.get('message', '')}")
+    _plain(data)
+    with _malformed("bedrock"):
+        return _decode(event, data)
+
+
+def _decode(event: str, data: Mapping[str, Any]) -> list[Delta]:
     match event:
         case "contentBlockStart":
             start = data.get("start") or {}
@@ -379,12 +402,13 @@ def call(resolved: Resolved, body: Mapping[str, Any], *, stream: bool, api_key: 
     client = _client(resolved)
     try:
         if not stream:
-            feed(from_wire(client.converse(**body)))
+            with _malformed(route):
+                payload = client.converse(**body)
+            feed(from_wire(payload))
             return
         events = client.converse_stream(**body)["stream"]
         try:
-            for name, data in _iter_events(events, route):
-                feed(decode_event(name, data))
+            stream_deltas(events, route, feed)
         finally:
             events.close()
     except ClientError as e:
@@ -393,9 +417,45 @@ def call(resolved: Resolved, body: Mapping[str, Any], *, stream: bool, api_key: 
         raise _boto_error(e, route) from None
 
 
+_PARSE_ERRORS: tuple[type[Exception], ...] = (ValueError, TypeError, KeyError, AttributeError, IndexError,
+                                              RecursionError, OverflowError)
+
+
+@contextmanager
+def _malformed(route: str) -> Iterator[None]:
+    """botocore parses the response body outside its own error handling: invalid UTF-8, deep
+    nesting or a member of the wrong type escape as ``UnicodeDecodeError`` / ``RecursionError`` /
+    ``TypeError``. Those mean a malformed response, so they become ``StreamError``."""
+    from botocore.parsers import ResponseParserError
+
+    try:
+        yield
+    except (*_PARSE_ERRORS, ResponseParserError) as e:
+        raise StreamError(f"{route}: malformed response ({type(e).__name__}: {str(e)[:120]}); "
+                          "nothing was stored") from None
+
+
+def parse_converse(raw: bytes, shape: Any, route: str) -> list[Delta]:
+    """A Converse HTTP 200 body parsed the way ``client.converse`` does (botocore's REST-JSON
+    parser against the ``Converse`` output shape), then :func:`from_wire`. Used by the fuzzer to
+    drive the real parse without a network round trip."""
+    from botocore.parsers import RestJSONParser
+
+    with _malformed(route):
+        payload = RestJSONParser().parse({"status_code": 200, "headers": {}, "body": raw}, shape)
+    return from_wire(payload)
+
+
+def stream_deltas(events: Any, route: str, feed: Callable[[Sequence[Delta]], None]) -> None:
+    """Feed the deltas of a botocore ``EventStream`` (ConverseStream's ``stream`` member)."""
+    for name, data in _iter_events(events, route):
+        feed(decode_event(name, data))
+
+
 def _iter_events(events: Any, route: str) -> Iterator[tuple[str, Any]]:
     from botocore.eventstream import ParserError
     from botocore.exceptions import BotoCoreError, EventStreamError
+    from botocore.parsers import ResponseParserError
     from urllib3.exceptions import HTTPError as Urllib3Error
 
     it = iter(events)
@@ -412,6 +472,11 @@ def _iter_events(events: Any, route: str) -> Iterator[tuple[str, Any]]:
             raise StreamError(f"{route}: malformed event-stream frame ({e}); nothing was stored") from None
         except (BotoCoreError, OSError, Urllib3Error) as e:
             raise StreamError(f"{route}: stream broke off ({e}); nothing was stored") from None
+        except (*_PARSE_ERRORS, ResponseParserError) as e:  # botocore's event payload parser: bad JSON / wrong member types
+            raise StreamError(f"{route}: malformed event ({type(e).__name__}: {str(e)[:120]}); "
+                              "nothing was stored") from None
+        if not isinstance(event, Mapping):
+            raise StreamError(f"{route}: malformed event ({type(event).__name__}); nothing was stored")
         yield from event.items()
 
 

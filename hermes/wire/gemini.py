@@ -301,6 +301,8 @@ def _deltas(payload: Any) -> list[Delta]:
         if not isinstance(cand, Mapping):
             raise StreamError("gemini: a candidate is not an object")
         finish = cand.get("finishReason")
+        if finish is not None and not isinstance(finish, str):
+            raise StreamError(f"gemini: finishReason is not a string: {finish!r:.60}")
         content = cand.get("content")
         parts = content.get("parts") if isinstance(content, Mapping) else None
         if finish in BLOCKED_REASONS:

@@ -265,11 +265,14 @@ class ChatDecoder:
         if not isinstance(msg, Mapping):
             raise StreamError("response choice has no message object")
         out: list[Delta] = []
-        self._message(msg, out, whole=True)
+        try:
+            self._message(msg, out, whole=True)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+            raise StreamError(f"malformed response message ({_what(e)})") from None
         usage = payload.get("usage")
         if isinstance(usage, Mapping):
             out.append(UsageDelta(usage))
-        out.append(FinishDelta(choice.get("finish_reason") or "stop"))
+        out.append(FinishDelta(str(choice.get("finish_reason") or "stop")))
         return out
 
     # --- one SSE event ----------------------------------------------------------------
@@ -286,19 +289,22 @@ class ChatDecoder:
         if get("error") is not None:
             _raise_error(chunk)
         out: list[Delta] = []
-        choices = get("choices")
-        if choices:
-            choice = choices[0]
-            delta = choice.get("delta")
-            if delta:
-                self._message(delta, out, whole=False)
-            reason = choice.get("finish_reason")
-            if reason:
-                self._flush(out)
-                out.append(FinishDelta(reason))
-        usage = get("usage")
-        if usage:
-            out.append(UsageDelta(usage))
+        try:  # free when nothing is wrong; a member of the wrong type is a malformed chunk
+            choices = get("choices")
+            if choices:
+                choice = choices[0]
+                delta = choice.get("delta")
+                if delta:
+                    self._message(delta, out, whole=False)
+                reason = choice.get("finish_reason")
+                if reason:
+                    self._flush(out)
+                    out.append(FinishDelta(str(reason)))
+            usage = get("usage")
+            if usage:
+                out.append(UsageDelta(dict(usage)))
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+            raise StreamError(f"malformed stream chunk ({_what(e)}): {data[:120]!r}") from None
         return out
 
     # --- shared body --------------------------------------------------------------------
@@ -451,6 +457,11 @@ def _content_list(items: list[Any], out: list[Delta]) -> None:
                 out.append(ReasoningDelta(_RKEY, text))
         elif kind == "text" and item.get("text"):
             out.append(TextDelta(_TKEY, item["text"]))
+
+
+def _what(e: Exception) -> str:
+    """A member of the wrong type, named the way Python noticed it (for the StreamError text)."""
+    return f"a member has the wrong type: {type(e).__name__}: {str(e)[:80]}"
 
 
 def _raise_error(payload: Mapping[str, Any]) -> None:

@@ -242,10 +242,13 @@ def from_wire(payload: Any) -> list[Delta]:
     if not isinstance(output, list):
         raise StreamError("Responses payload has no output list")
     deltas: list[Delta] = []
-    for n, item in enumerate(output):
-        if isinstance(item, Mapping):
-            deltas.extend(_item_deltas(item, n))
-    deltas.extend(_finish(payload))
+    try:
+        for n, item in enumerate(output):
+            if isinstance(item, Mapping):
+                deltas.extend(_item_deltas(item, n))
+        deltas.extend(_finish(payload))
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+        raise StreamError(f"Responses payload is malformed ({type(e).__name__}: {str(e)[:80]})") from None
     return deltas
 
 
@@ -266,7 +269,14 @@ def decode_event(event: str, data: str) -> list[Delta]:
         raise StreamError(f"Responses stream sent non-JSON data: {data[:80]!r}") from None
     if not isinstance(obj, Mapping):
         raise StreamError(f"Responses stream event is not an object: {data[:80]!r}")
-    kind = obj.get("type") or event
+    try:  # a member of the wrong type (an item that is a string, a list that is a number) is malformed
+        return _decode(obj, obj.get("type") or event, data)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+        raise StreamError(f"Responses stream event is malformed ({type(e).__name__}: {str(e)[:80]}): "
+                          f"{data[:80]!r}") from None
+
+
+def _decode(obj: Mapping[str, Any], kind: Any, data: str) -> list[Delta]:
     match kind:
         case "response.output_item.added":
             item = obj.get("item") or {}
