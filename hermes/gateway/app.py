@@ -97,6 +97,7 @@ class GatewayState:
     def run_turn(self, req: TurnRequest, on_event: Callable[[str, Any], None]) -> dict[str, Any]:
         """Under the session lock, on a worker thread: route, key, switch, then the agent loop."""
         from ..agent import Agent
+        from ..compaction import AutoCompactor
         from ..keys import find_key
 
         info = self.store.get_session(req.session_id)
@@ -110,7 +111,7 @@ class GatewayState:
         agent = Agent(self.store, self.toolbox, Settings(thinking=self.config.thinking, effort=self.config.effort),
                       stream=self.config.stream if self.options.provider_stream is None else self.options.provider_stream,
                       api_key=key, max_steps=self.options.max_steps or self.config.max_steps, on_event=on_event,
-                      transport=self.transport)
+                      transport=self.transport, compactor=AutoCompactor(budget=self.config.context_budget or None))
         result = agent.run_turn(info.id, req.content, resolved)
         return {"session_id": info.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
                 "learned": result.learned, **describe(resolved)}
