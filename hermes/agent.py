@@ -113,6 +113,8 @@ class Agent:
         def on_delta(d: Delta) -> None:
             self._emit("delta", d)
 
+        self._emit("waiting", {"route": resolved.route.key, "model": resolved.model, "step": step})
+
         try:
             ex = complete(resolved, history, tools=self.toolbox.specs, settings=self.settings, learned=learned,
                           stream=self.stream, api_key=self.api_key, transport=self.transport, on_delta=on_delta,

@@ -3,11 +3,47 @@
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 import click
 
 __all__ = ["chat"]
+
+
+class _Spinner:
+    """A spinner on a terminal's stderr while a request waits for its first byte."""
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, label: str) -> None:
+        if not self.enabled or self._stop is not None:
+            return
+        stop = self._stop = threading.Event()
+
+        def spin() -> None:
+            n = 0
+            while not stop.wait(0.1):
+                sys.stderr.write(f"\r{self.FRAMES[n % len(self.FRAMES)]} {label}")
+                sys.stderr.flush()
+                n += 1
+            sys.stderr.write("\r" + " " * (len(label) + 2) + "\r")
+            sys.stderr.flush()
+
+        self._thread = threading.Thread(target=spin, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join()
+            self._stop = self._thread = None
 
 
 class _Printer:
@@ -18,10 +54,16 @@ class _Printer:
         self.show_reasoning = show_reasoning
         self.in_reasoning = False
         self.wrote_text = False
+        self.spinner = _Spinner()
 
     def __call__(self, kind: str, payload: Any) -> None:
         from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 
+        if kind == "waiting":
+            if not self.quiet:
+                self.spinner.start(f"waiting for {payload['route']} · {payload['model']}…")
+            return
+        self.spinner.stop()
         if self.quiet:
             if kind in ("learned", "compaction"):
                 click.echo(f"hermes: {payload}", err=True)
@@ -51,6 +93,7 @@ class _Printer:
             self.in_reasoning = False
 
     def end_turn(self, answer: str) -> None:
+        self.spinner.stop()
         self._end_reasoning()
         if not self.quiet:
             if not self.wrote_text and answer:

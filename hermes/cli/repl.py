@@ -96,8 +96,10 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
             result = agent.run_turn(sid, text, resolved)
             printer.end_turn(result.answer)  # type: ignore[attr-defined]
         except KeyboardInterrupt:
-            click.echo("\n(turn cancelled; nothing from it was stored)", err=True)
+            printer.end_turn("")  # type: ignore[attr-defined]
+            click.echo("(turn cancelled; the step in flight was not stored)", err=True)
         except HermesError as e:
+            printer.end_turn("")  # type: ignore[attr-defined]
             click.echo(f"hermes: error: {e}", err=True)
             if e.hint:
                 click.echo(f"hint: {e.hint}", err=True)
