@@ -6,15 +6,26 @@ from collections.abc import Sequence
 
 from .messages import Compaction, Message
 
-__all__ = ["open_loop_start", "window"]
+__all__ = ["latest_checkpoint", "open_loop_start", "window"]
 
 
-def window(history: Sequence[Message]) -> tuple[int, Sequence[Message]]:
-    """(offset, messages) from the latest compaction checkpoint on; older rows are not sent."""
-    for i in range(len(history) - 1, -1, -1):
-        if any(isinstance(p, Compaction) for p in history[i].parts):
-            return i, history[i:]
-    return 0, history
+def latest_checkpoint(history: Sequence[Message], lo: int = 0) -> int | None:
+    """Index of the newest message at or after ``lo`` that holds a compaction checkpoint."""
+    for i in range(len(history) - 1, lo - 1, -1):
+        for p in history[i].parts:
+            if type(p) is Compaction:
+                return i
+    return None
+
+
+def window(history: Sequence[Message], *, known: int = 0, known_start: int = 0) -> tuple[int, Sequence[Message]]:
+    """(offset, messages) from the latest compaction checkpoint on; older rows are not sent.
+
+    A caller that already knows the window of ``history[:known]`` (``known_start``) passes it,
+    and only the new tail is scanned."""
+    i = latest_checkpoint(history, known)
+    start = i if i is not None else known_start
+    return start, history[start:] if start else history
 
 
 def open_loop_start(messages: Sequence[Message]) -> int:

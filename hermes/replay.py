@@ -136,12 +136,14 @@ class BuildCache:
     shared between requests: treat plans and rendered bodies as read-only.
     """
 
-    __slots__ = ("_entries", "last_plan", "last_render")
+    __slots__ = ("_entries", "last_plan", "last_render", "last_window")
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[object, object, Any]] = {}
         self.last_plan: tuple[object, Sequence[Message], int, list[PlannedMessage]] | None = None
         """(key, messages, loop start, planned) of the previous plan: its prefix is reused whole."""
+        self.last_window: tuple[list[Message], int] | None = None
+        """(history, window start) of the previous plan: only a grown tail is scanned again."""
         self.last_render: tuple[object, Sequence[PlannedMessage], list[Any]] | None = None
         """(key, planned, rendered chunks) of the previous render, for the wire's own reuse."""
 
@@ -155,8 +157,11 @@ class BuildCache:
 
 
 def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
-    """How many leading items of ``a`` and ``b`` are the very same objects."""
+    """How many leading items of ``a`` and ``b`` are the same objects (or equal values, which
+    plan and render identically at the same position)."""
     n = min(len(a), len(b))
+    if n and a[n - 1] is b[n - 1] and list(a[:n]) == list(b[:n]):
+        return n  # the usual case, a grown history: one identity-first comparison in C
     i = 0
     while i < n and a[i] is b[i]:
         i += 1
@@ -173,7 +178,14 @@ def plan_replay(
 ) -> ReplayPlan:
     """Decide, per stored part, what the request to ``target`` carries. Pure (the optional
     ``cache`` only memoises results)."""
-    start, msgs = window(history)
+    known = known_start = 0
+    if cache is not None and cache.last_window is not None:
+        prev, prev_start = cache.last_window
+        if common_prefix(prev, history) == len(prev):
+            known, known_start = len(prev), prev_start
+    start, msgs = window(history, known=known, known_start=known_start)
+    if cache is not None:
+        cache.last_window = (list(history), start)
     loop_start = open_loop_start(msgs)
     route = target.route
     planner = _PLANNERS[route.wire]
