@@ -25,7 +25,6 @@ in the environment or on the command line.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .paths import config_path
+from .tomlfile import read_toml
 
 __all__ = ["Alias", "Config", "load_config"]
 
@@ -78,17 +78,7 @@ def load_config(path: Path | None = None) -> Config:
     path = path or config_path()
     if not path.exists():
         return Config()
-    try:
-        src = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
-    try:
-        data = tomllib.loads(src)
-    except RecursionError:  # tomllib recurses per nesting level: ``a=[[[[...`` exhausts the stack
-        raise ConfigError(f"{path}:1: invalid TOML: nested too deeply") from None
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        raise ConfigError(f"{path}:{m.group(1) if m else 1}: invalid TOML: {e}") from None
+    src, data = read_toml(path)
     values: dict[str, Any] = {"source": str(path)}
     for key, value in data.items():
         where = f"{path}:{_line_of(src, key)}"

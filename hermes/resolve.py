@@ -18,7 +18,6 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 from .errors import ConfigError, RouteError
 from .messages import RouteKey
 from .routes import CARRIERS, NATIVE_FIELDS, ROUTES, WIRES, ModelRule, Route
+from .tomlfile import read_toml
 
 __all__ = ["Resolved", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve"]
 
@@ -188,14 +188,7 @@ def load_table(path: Path | None, *, base: Sequence[Route] = ROUTES) -> tuple[Ro
     """Built-in rows plus the user's ``routes.toml`` (if it exists); errors name file:line."""
     if path is None or not path.exists():
         return tuple(base)
-    src = path.read_text(encoding="utf-8", errors="replace")
-    try:
-        data = tomllib.loads(src)
-    except RecursionError:  # tomllib recurses per nesting level: ``a=[[[[...`` exhausts the stack
-        raise ConfigError(f"{path}:1: invalid TOML: nested too deeply") from None
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        raise ConfigError(f"{path}:{m.group(1) if m else '?'}: invalid TOML: {e}") from None
+    src, data = read_toml(path)
     unknown_top = set(data) - {"route"}
     if unknown_top:
         raise ConfigError(f"{path}:1: unknown top-level key(s) {sorted(unknown_top)}; use [[route]] tables")

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .core import EmulatorState, Personality, register
+from .core import EmulatorState, Personality, register, transport_fault
 from .script import next_step
 
 __all__ = ["FAMILY", "mint_redacted", "mint_signature", "verify_redacted", "verify_signature"]
@@ -405,12 +405,8 @@ def _build(kind: str) -> Any:
             if fault is not None and fault in _FAULTS:
                 status, etype, text = _FAULTS[fault]
                 return _error(status, etype, text, rid, {"retry-after": "0"} if status == 429 else None)
-            if fault == "html502":
-                return Response("<html><body><h1>502 Bad Gateway</h1></body></html>", 502, media_type="text/html")
-            if fault == "text4xx":
-                return Response("Bad Request", 400, media_type="text/plain")
-            if fault == "empty200":
-                return Response(b"", 200, media_type="application/json")
+            if (plain := transport_fault(fault)) is not None:
+                return plain
             spec = request.path_params.get("spec", "")
             model = spec.partition(":")[0] if kind == "vertex" else (body.get("model") if isinstance(body, dict) else "")
             if kind == "vertex" and spec.partition(":")[2] not in ("rawPredict", "streamRawPredict"):

@@ -33,7 +33,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
-__all__ = ["PERSONALITIES", "Control", "Emulator", "EmulatorState", "Personality", "register"]
+__all__ = ["PERSONALITIES", "Control", "Emulator", "EmulatorState", "Personality", "register", "transport_fault"]
+
+_HTML_502 = ("<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1>"
+             "</center><hr><center>nginx</center></body></html>")
+
+
+def transport_fault(fault: str | None) -> Response | None:
+    """Faults that look the same whatever the provider: a proxy's HTML 502, an empty 200 and a
+    plain-text 400. Provider-shaped faults (500, 429, truncate ...) stay with each personality."""
+    if fault == "html502":
+        return Response(_HTML_502, status_code=502, media_type="text/html")
+    if fault == "empty200":
+        return Response(b"", status_code=200, media_type="application/json")
+    if fault == "text4xx":
+        return Response("Bad Request: upstream rejected the request", status_code=400, media_type="text/plain")
+    return None
 
 
 @dataclass

@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ._gemini_schema import camel, unknown_fields
-from .core import EmulatorState, Personality, register
+from .core import EmulatorState, Personality, register, transport_fault
 from .script import Step, next_step
 
 __all__ = ["SKIP", "family", "mint_call", "mint_text"]
@@ -321,12 +321,8 @@ def _build(state: EmulatorState, name: str) -> Starlette:
                           "https://developers.generativeai.google/guide/troubleshooting")
         if fault == "429":
             return _error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).")
-        if fault == "html502":
-            return Response("<html><body><h1>502 Bad Gateway</h1></body></html>", 502, media_type="text/html")
-        if fault == "text4xx":
-            return Response("Bad Request", 400, media_type="text/plain")
-        if fault == "empty200":
-            return Response(b"", 200, media_type="application/json")
+        if (plain := transport_fault(fault)) is not None:
+            return plain
         chunks = _responses(state, name, model, body)
         if fault == "safety":
             chunks = [_SAFETY]

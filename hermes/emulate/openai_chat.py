@@ -41,7 +41,7 @@ from .chat_rules import (
     thinking_on,
     validate,
 )
-from .core import EmulatorState, Personality, register
+from .core import EmulatorState, Personality, register, transport_fault
 from .script import next_step
 
 __all__ = ["Turn", "build", "chunks", "message_of", "scripted_turn"]
@@ -246,15 +246,7 @@ def _fault_response(fault: str, facts: Facts) -> Response | None:
         body = error_body(facts.errors, text, status=status)
         headers = {"retry-after": "0"} if fault == "429" else {}
         return JSONResponse(body, status_code=status, headers=headers)
-    if fault == "html502":
-        return Response("<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway"
-                        "</h1></center><hr><center>nginx</center></body></html>", status_code=502,
-                        media_type="text/html")
-    if fault == "empty200":
-        return Response(b"", status_code=200, media_type="application/json")
-    if fault == "text4xx":
-        return Response("Bad Request: upstream rejected the request", status_code=400, media_type="text/plain")
-    return None
+    return transport_fault(fault)
 
 
 # --- app ------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .core import EmulatorState, Personality, register
+from .core import EmulatorState, Personality, register, transport_fault
 from .script import next_step
 
 __all__ = ["PREFIXES", "build", "partial_blob", "stream_events"]
@@ -359,12 +359,7 @@ def _fault_response(fault: str) -> Response | None:
             return JSONResponse({"error": {"message": "Rate limit reached for requests. Please try again in "
                                            "0s.", "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
                                 status_code=429, headers={"retry-after": "0"})
-        case "html502":
-            return Response("<html><body><h1>502 Bad Gateway</h1></body></html>", status_code=502,
-                            media_type="text/html")
-        case "empty200":
-            return Response(b"", media_type="application/json")
-    return None
+    return transport_fault(fault)
 
 
 def build(state: EmulatorState, name: str) -> Starlette:
