@@ -144,7 +144,7 @@ class BuildCache:
         """(key, messages, loop start, planned) of the previous plan: its prefix is reused whole."""
         self.last_window: tuple[list[Message], int] | None = None
         """(history, window start) of the previous plan: only a grown tail is scanned again."""
-        self.last_render: tuple[object, Sequence[PlannedMessage], list[Any]] | None = None
+        self.last_render: tuple[object, Sequence[PlannedMessage], Any] | None = None
         """(key, planned, rendered chunks) of the previous render, for the wire's own reuse."""
 
     def get(self, obj: object, key: object, compute: Any) -> Any:

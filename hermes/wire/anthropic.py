@@ -23,6 +23,7 @@ stream would, so both fold to the same turn.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -31,7 +32,7 @@ import orjson
 
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
-from ..replay import BuildCache, PlannedMessage, ReplayPlan, Settings
+from ..replay import BuildCache, PlannedMessage, ReplayPlan, Settings, common_prefix
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import (
@@ -186,16 +187,33 @@ def _blocks(m: PlannedMessage) -> list[dict[str, Any]]:
 
 
 def _messages(plan: ReplayPlan, cache: BuildCache | None = None) -> tuple[str, list[dict[str, Any]]]:
-    system: list[str] = []
+    """(system text, messages), merging consecutive same-role messages.
+
+    With a ``cache``, the previous request's output is reused up to the message that holds the
+    last planned message both requests share (that one is rebuilt: the next one may merge
+    into it), so a request rebuilt after a tool step renders only its new tail."""
+    pms = plan.messages
+    system: list[tuple[int, str]] = []  # (planned index, text)
     out: list[dict[str, Any]] = []
+    starts: list[int] = []  # planned index each output message begins at
+    restart = 0
+    if cache is not None and cache.last_render is not None and cache.last_render[0] == "anthropic":
+        _, prev_pms, (prev_out, prev_starts, prev_system) = cache.last_render
+        k = common_prefix(prev_pms, pms)
+        j = bisect_right(prev_starts, k - 1) - 1 if k else -1
+        if j >= 0:
+            restart = prev_starts[j]
+            out, starts = prev_out[:j], prev_starts[:j]
+            system = [(i, t) for i, t in prev_system if i < restart]
     last: list[dict[str, Any]] | None = None  # the open message's own (uncached) content list
-    for m in plan.messages:
+    for index in range(restart, len(pms)):
+        m = pms[index]
         if m.role == "system":
             for p in m.parts:
                 if isinstance(p, Text | Compaction):
                     text = p.text if isinstance(p, Text) else p.summary
                     if text:
-                        system.append(text)
+                        system.append((index, text))
                 else:
                     raise UnsupportedPart(f"a {type(p).__name__} part cannot appear in a system message")
             continue
@@ -211,7 +229,10 @@ def _messages(plan: ReplayPlan, cache: BuildCache | None = None) -> tuple[str, l
         else:
             last = list(blocks)  # cached block lists are shared: merge into a copy
             out.append({"role": role, "content": last})
-    return "\n\n".join(system), out
+            starts.append(index)
+    if cache is not None:
+        cache.last_render = ("anthropic", pms, (out, starts, system))
+    return "\n\n".join(t for _, t in system), out
 
 
 _DEFAULT_SETTINGS = Settings()
