@@ -245,7 +245,40 @@ def compact(
     tools: Sequence[ToolSpec] = (),
     factor: float = 1.0,
 ) -> Outcome | None:
-    """:func:`compress` with the numbers: what was replaced, kept, stubbed, before → after."""
+    """:func:`compress` with the numbers: what was replaced, kept, stubbed, before → after.
+
+    A salvage-only outcome (tool outputs stubbed, nothing summarised) can make a summary
+    worthwhile on the next pass, so passes repeat on the result until one finds nothing to do
+    (at most four): that is what makes ``compress`` idempotent on its own output."""
+    kw = dict(summarize=summarize, budget=budget, keep_last=keep_last, learned=learned, settings=settings,
+              tools=tools, factor=factor)
+    out = _compact_once(history, resolved, **kw)  # type: ignore[arg-type]
+    for _ in range(3):
+        if out is None or out.replaced:
+            break
+        try:
+            more = _compact_once(out.messages, resolved, **kw)  # type: ignore[arg-type]
+        except CompactionError:  # this pass cannot shrink further: the previous outcome stands
+            break
+        if more is None or more.after >= out.after:
+            break
+        out = Outcome(more.messages, more.replaced, more.kept, out.before, more.after,
+                      out.stubbed + more.stubbed, out.notes + more.notes)
+    return out
+
+
+def _compact_once(
+    history: Sequence[Message],
+    resolved: Resolved,
+    *,
+    summarize: Summarizer,
+    budget: int,
+    keep_last: int,
+    learned: Learned,
+    settings: Settings,
+    tools: Sequence[ToolSpec],
+    factor: float,
+) -> Outcome | None:
     w = _walk(history, resolved, learned, settings, tools, factor)
     msgs, costs = w.messages, w.costs
     before = w.total(costs)

@@ -42,3 +42,16 @@ def emulator() -> Iterator[object]:
 
     with Emulator() as emu:
         yield emu
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Fake AWS credentials and an empty AWS config, so botocore signs requests to the Bedrock
+    emulator and never reads the machine's own profile."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLETEST01")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret-key-not-real-0123456789")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    monkeypatch.setenv("AWS_REGION", "us-west-2")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -46,14 +45,8 @@ TOOL = ToolSpec("list_files", "List files in a directory",
 
 
 @pytest.fixture(autouse=True)
-def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLETEST01")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret-key-not-real-0123456789")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
-    monkeypatch.setenv("AWS_REGION", "us-west-2")
-    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+def _aws(aws_env: None) -> None:
+    """Fake AWS credentials for the Bedrock emulator (see conftest.aws_env)."""
 
 
 @pytest.fixture
