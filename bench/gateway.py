@@ -41,11 +41,12 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, round(p / 100 * len(s)) - 1))]
 
 
-def start_gateway(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_gateway(home: Path, allow: str) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "HERMES_HOME": str(home), "OPENAI_API_KEY": KEY}
     env.pop("HERMES_GATEWAY_TOKEN", None)
     err = home / "gateway.err"
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--allow-base-url", allow],
+                            env=env,
                             stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -145,7 +146,7 @@ def main() -> None:
     os.environ["HERMES_HOME"] = str(home)
     with Emulator([ROUTE]) as emu:
         url = emu.url(ROUTE)
-        proc, base = start_gateway(home)
+        proc, base = start_gateway(home, emu.root)
         try:
             run_gateway(base, url, 2, 3)  # warm-up: imports, connections, the HTTP pool
             rows = []

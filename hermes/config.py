@@ -16,6 +16,9 @@ fast = { provider = "groq", model = "openai/gpt-oss-20b" }
 
 [gateway]
 token = ""                     # prefer HERMES_GATEWAY_TOKEN
+allowed_base_urls = []         # base URLs clients may point a session at (besides route defaults)
+allowed_hosts = []             # Host headers accepted besides loopback names and the bound address
+allowed_origins = []           # browser Origins allowed to call (the gateway's own is always allowed)
 ```
 
 A key-shaped setting (``api_key``, ``token`` outside ``[gateway]``) is refused so secrets stay
@@ -57,7 +60,15 @@ class Config:
     context_budget: int = 0
     aliases: Mapping[str, Alias] = field(default_factory=dict)
     gateway_token: str | None = None
+    allowed_base_urls: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
     source: str = ""
+
+
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""Reasoning efforts any route accepts in some form; anything else is a typo."""
+_GATEWAY_LISTS = ("allowed_base_urls", "allowed_hosts", "allowed_origins")
 
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
@@ -88,18 +99,19 @@ def load_config(path: Path | None = None) -> Config:
         if key == "aliases":
             values["aliases"] = _aliases(value, where)
         elif key == "gateway":
-            if not isinstance(value, Mapping) or set(value) - {"token"}:
-                raise ConfigError(f"{where}: [gateway] takes only 'token'")
-            token = value.get("token")
-            if token is not None and not isinstance(token, str):
-                raise ConfigError(f"{where}: gateway token must be a string")
-            values["gateway_token"] = token or None
+            values.update(_gateway(value, where))
         elif key in _TYPES:
             want = _TYPES[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
                 raise ConfigError(f"{where}: '{key}' must be a {getattr(want, '__name__', want)}")
             if key == "max_steps" and isinstance(value, int) and value < 1:
                 raise ConfigError(f"{where}: 'max_steps' must be at least 1")
+            if key == "context_budget" and isinstance(value, int) and value < 0:
+                raise ConfigError(f"{where}: 'context_budget' must be 0 (the route's default) or a number of tokens")
+            if key == "effort" and value not in EFFORTS:
+                raise ConfigError(f"{where}: 'effort' must be one of {', '.join(EFFORTS)}, not {value!r}")
+            if key == "base_url" and value:
+                _url(value, where)
             values[key] = value or None if want is str else value
         else:
             raise ConfigError(f"{where}: unknown setting '{key}'",
@@ -118,5 +130,40 @@ def _aliases(value: Any, where: str) -> dict[str, Alias]:
             raise ConfigError(f"{where}: alias '{name}' takes provider, model, base_url")
         if any(spec.get(k) is not None and not isinstance(spec[k], str) for k in ("provider", "base_url")):
             raise ConfigError(f"{where}: alias '{name}': provider and base_url must be strings")
+        if spec.get("base_url"):
+            _url(spec["base_url"], f"{where}: alias '{name}'")
         out[name] = Alias(spec.get("provider"), spec["model"], spec.get("base_url"))
+    return out
+
+
+def _url(value: str, where: str) -> None:
+    from .errors import HermesError
+    from .urlpolicy import check_base_url
+
+    try:
+        check_base_url(value)
+    except HermesError as e:
+        raise ConfigError(f"{where}: {e}", hint=e.hint) from None
+
+
+def _gateway(value: Any, where: str) -> dict[str, Any]:
+    """``[gateway]``: the token and the three allowlists (see docs/security.md)."""
+    from .errors import HermesError
+    from .urlpolicy import normalise_allowlist
+
+    if not isinstance(value, Mapping) or set(value) - {"token", *_GATEWAY_LISTS}:
+        raise ConfigError(f"{where}: [gateway] takes only 'token', {', '.join(repr(k) for k in _GATEWAY_LISTS)}")
+    token = value.get("token")
+    if token is not None and not isinstance(token, str):
+        raise ConfigError(f"{where}: gateway token must be a string")
+    out: dict[str, Any] = {"gateway_token": token or None}
+    for name in _GATEWAY_LISTS:
+        items = value.get(name, [])
+        if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
+            raise ConfigError(f"{where}: [gateway] {name} must be a list of non-empty strings")
+        out[name] = tuple(items)
+    try:
+        out["allowed_base_urls"] = normalise_allowlist(out["allowed_base_urls"])
+    except (ValueError, HermesError) as e:
+        raise ConfigError(f"{where}: [gateway] allowed_base_urls: {e}") from None
     return out

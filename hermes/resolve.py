@@ -48,7 +48,11 @@ class Resolved:
 
 
 def parse_base_url(base_url: str) -> tuple[str, str]:
-    """(lower-case host without port, path) of a base URL; raises RouteError if it has no host."""
+    """(lower-case host without port, path) of a base URL; raises RouteError if it has no host
+    or carries credentials (``urlpolicy.check_base_url``)."""
+    from .urlpolicy import check_base_url
+
+    check_base_url(base_url)
     parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
     try:
         host = (parts.hostname or "").lower().rstrip(".")

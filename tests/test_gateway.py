@@ -113,14 +113,14 @@ def cluster(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     saved = {k: os.environ.get(k) for k in KEYS}
     os.environ.update(KEYS)  # the in-thread gateway reads keys from this process's environment
     store = Store(home / "state.db")
-    app = create_app(store, Config(), GatewayOptions(token=TOKEN, lock_wait_s=60))
+    app = create_app(store, Config(), GatewayOptions(token=TOKEN, lock_wait_s=60, allowed_base_urls=(emulator.root,)))
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.01)
-    proc, b, _ = start_process(home, "--lock-wait", "60")
+    proc, b, _ = start_process(home, "--lock-wait", "60", "--allow-base-url", emulator.root)
     try:
         yield Cluster(home, f"http://127.0.0.1:{sock.getsockname()[1]}", b, emulator)
     finally:
@@ -434,7 +434,7 @@ def test_non_loopback_without_token_is_refused(tmp_path: Path) -> None:
 
 def test_sigterm_mid_turn_finishes_the_turn(cluster: Cluster) -> None:
     name = "gemini-vertex"
-    proc, base, err = start_process(cluster.home)
+    proc, base, err = start_process(cluster.home, "--allow-base-url", cluster.emu.root)
     with Store(cluster.home / "state.db") as s:
         sid = s.create_session(provider="gemini-vertex", model="gemini-3-pro-preview",
                                base_url=cluster.emu.url(name))

@@ -21,10 +21,16 @@ __all__ = ["gateway"]
 @click.option("--workers", default=64, show_default=True, type=click.IntRange(1),
               help="Turns running at once in this process.")
 @click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default from config).")
+@click.option("--allow-base-url", "allow_base_urls", multiple=True, metavar="URL",
+              help="A base URL clients may point a session at, besides each route's default "
+                   "(repeatable; adds to [gateway] allowed_base_urls). The route's key is sent there.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
+              help="A Host header to accept besides loopback names and --host (repeatable; '*' = any).")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: float, workers: int,
-            max_steps: int | None, log_level: str) -> None:
+            max_steps: int | None, allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...],
+            log_level: str) -> None:
     """Serve Hermes sessions over HTTP: every turn is loaded from state.db and committed there.
 
     \b
@@ -41,9 +47,17 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     from ..gateway.server import gateway_token, serve
     from ..store import Store
 
+    from ..errors import ConfigError, HermesError
+    from ..urlpolicy import normalise_allowlist
+
     config = load_config()
+    try:
+        allowed = normalise_allowlist(allow_base_urls)
+    except (ValueError, HermesError) as e:
+        raise ConfigError(f"--allow-base-url: {e}") from None
     options = GatewayOptions(token=gateway_token(config), max_body=max_body, lock_ttl_s=lock_ttl,
-                             lock_wait_s=lock_wait, workers=workers, max_steps=max_steps)
+                             lock_wait_s=lock_wait, workers=workers, max_steps=max_steps,
+                             allowed_base_urls=allowed, allowed_hosts=allow_hosts, bound_host=host)
     if not options.token:
         from ..gateway.server import is_loopback
 

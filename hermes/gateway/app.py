@@ -30,6 +30,7 @@ import anyio.to_thread
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -43,6 +44,7 @@ from ..runtime import choose_route
 from ..tools import Toolbox, ToolContext, load_toolbox
 from ..transport import Transport
 from ..views import session_view
+from .guard import Guard, allowed_hosts
 from .http import ApiError, error_response, from_exception, json_response, read_json, require_auth
 from .http import field as body_field
 from .locks import SessionLocks
@@ -65,6 +67,19 @@ class GatewayOptions:
     provider_stream: bool | None = None
     """Stream from the provider (default: config ``stream``)."""
     toolbox: Callable[[], Toolbox] | None = None
+    allowed_base_urls: tuple[str, ...] = ()
+    """Base URLs clients may name, besides each route's default (added to config's list)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host headers accepted besides loopback names and ``bound_host`` (``*``: any)."""
+    allowed_origins: tuple[str, ...] = ()
+    """Browser origins allowed besides the gateway's own."""
+    bound_host: str = "127.0.0.1"
+    header_timeout_s: float = 10.0
+    """A connection must deliver a request's headers within this long (also between requests)."""
+    body_timeout_s: float = 30.0
+    """A request body must arrive within this long once its headers did (408 after)."""
+    max_connections: int = 1024
+    """Open connections at once; more are closed on arrival."""
 
 
 @dataclass
@@ -94,6 +109,20 @@ class GatewayState:
     def explicit_url(self, resolved: Resolved, base_url: str | None) -> str:
         return base_url or (resolved.base_url if resolved.base_url != resolved.route.base_url else "")
 
+    def check_client_url(self, resolved: Resolved, base_url: str | None) -> None:
+        """A base URL named by a client must be the route's default or allowlisted: the server's
+        provider key for that route is sent there (see ``hermes.urlpolicy``)."""
+        from ..urlpolicy import base_url_allowed
+
+        if not base_url:
+            return
+        allowed = (*self.config.allowed_base_urls, *self.options.allowed_base_urls)
+        if not base_url_allowed(base_url, default=resolved.route.base_url, allowlist=allowed):
+            raise ApiError(400, "invalid_request",
+                           f"base_url {base_url!r} is not allowed: a session may use route {resolved.route.key!r}'s "
+                           "default base URL or one listed in [gateway] allowed_base_urls of the server's "
+                           "config.toml (or hermes gateway --allow-base-url)")
+
     def run_turn(self, req: TurnRequest, on_event: Callable[[str, Any], None]) -> dict[str, Any]:
         """Under the session lock, on a worker thread: route, key, switch, then the agent loop."""
         from ..agent import Agent
@@ -103,6 +132,7 @@ class GatewayState:
         info = self.store.get_session(req.session_id)
         resolved = choose_route(self.config, provider=req.provider, model=req.model, base_url=req.base_url,
                                 session=info)
+        self.check_client_url(resolved, req.base_url)
         key = find_key(resolved.route)
         url = self.explicit_url(resolved, req.base_url)
         switching = bool(req.provider or req.model or req.base_url)
@@ -219,12 +249,13 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         return json_response({"ok": True, "turns_running": len(state.jobs)})
 
     async def create(request: Request) -> Response:
-        body = await read_json(request, opts.max_body)
+        body = await read_json(request, opts.max_body, timeout_s=opts.body_timeout_s)
         provider = body_field(body, "provider")
         model = body_field(body, "model")
         base_url = body_field(body, "base_url")
         title = body_field(body, "title") or ""
         resolved = await thread(lambda: choose_route(config, provider=provider, model=model, base_url=base_url))
+        state.check_client_url(resolved, base_url)
         url = state.explicit_url(resolved, base_url)
         sid = await thread(lambda: store.create_session(provider=resolved.route.key, model=resolved.model,
                                                         base_url=url, title=title))
@@ -238,7 +269,7 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
 
     async def messages(request: Request) -> Response:
         sid = request.path_params["sid"]
-        body = await read_json(request, opts.max_body)
+        body = await read_json(request, opts.max_body, timeout_s=opts.body_timeout_s)
         content = body_field(body, "content", required=True)
         stream = body_field(body, "stream", kind=bool) or False
         wait = body.get("wait_s")
@@ -266,7 +297,7 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
 
     async def branch(request: Request) -> Response:
         sid = request.path_params["sid"]
-        body = await read_json(request, opts.max_body, optional=True)
+        body = await read_json(request, opts.max_body, optional=True, timeout_s=opts.body_timeout_s)
         upto = body_field(body, "upto_seq", kind=int)
         title = body_field(body, "title") or ""
         await thread(state.require_session, sid)
@@ -275,7 +306,7 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
 
     async def compress(request: Request) -> Response:
         sid = request.path_params["sid"]
-        body = await read_json(request, opts.max_body, optional=True)
+        body = await read_json(request, opts.max_body, optional=True, timeout_s=opts.body_timeout_s)
         await thread(state.require_session, sid)
         try:
             from ..compaction import compress_session  # type: ignore[attr-defined]
@@ -323,7 +354,10 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         Route("/v1/sessions/{sid}/compress", endpoint(compress), methods=["POST"]),
         Route("/v1/chat/completions", endpoint(completions), methods=["POST"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found}, lifespan=lifespan)
+    hosts = allowed_hosts(opts.bound_host, (*config.allowed_hosts, *opts.allowed_hosts))
+    guard = Middleware(Guard, hosts=hosts, origins=(*config.allowed_origins, *opts.allowed_origins))
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found}, lifespan=lifespan,
+                    middleware=[guard])
     app.state.gateway = state
     return app
 
@@ -333,4 +367,5 @@ def _check_route(state: GatewayState, req: TurnRequest, info: Any) -> None:
 
     resolved = choose_route(state.config, provider=req.provider, model=req.model, base_url=req.base_url,
                             session=info)
+    state.check_client_url(resolved, req.base_url)
     find_key(resolved.route)

@@ -54,7 +54,7 @@ def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: st
 async def chat_completions(state: Any, request: Request) -> Response:
     from .app import error_payload, sse
 
-    body = await read_json(request, state.options.max_body)
+    body = await read_json(request, state.options.max_body, timeout_s=state.options.body_timeout_s)
     sid = request.headers.get(HEADER)
     if not sid:
         raise ApiError(400, "invalid_request", "name the session in the X-Hermes-Session header "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
+import anyio
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
@@ -82,9 +83,37 @@ def require_auth(request: Request, token: str | None) -> None:
                        {"www-authenticate": "Bearer"})
 
 
-async def read_json(request: Request, limit: int, *, optional: bool = False) -> dict[str, Any]:
+async def read_json(request: Request, limit: int, *, optional: bool = False,
+                    timeout_s: float | None = None) -> dict[str, Any]:
     """The request body as a JSON object; 413 past ``limit`` bytes (checked while reading, so a
-    lying or absent Content-Length cannot get more in), 400 when it is not a JSON object."""
+    lying or absent Content-Length cannot get more in), 400 when it is not a JSON object, 415
+    when a body is not declared ``application/json`` (a browser can send ``text/plain`` across
+    sites without asking; it cannot send JSON that way), 408 when it does not arrive within
+    ``timeout_s`` (a client trickling a body would otherwise hold a connection forever)."""
+    try:
+        with anyio.fail_after(timeout_s):
+            raw = await _read_body(request, limit)
+    except TimeoutError:
+        raise ApiError(408, "timeout", f"the request body did not arrive within {timeout_s:g} s",
+                       {"connection": "close"}) from None
+    if not raw.strip():
+        if optional:
+            return {}
+        raise ApiError(400, "invalid_request", "request body is empty; expected a JSON object")
+    ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if ctype != "application/json":
+        raise ApiError(415, "unsupported_media_type",
+                       f"a JSON body needs Content-Type: application/json (got {ctype or 'none'!r})")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise ApiError(400, "invalid_request", f"request body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_request", f"request body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -99,18 +128,7 @@ async def read_json(request: Request, limit: int, *, optional: bool = False) -> 
         if size > limit:
             raise ApiError(413, "too_large", f"request body exceeds the limit of {limit} bytes")
         chunks.append(chunk)
-    raw = b"".join(chunks)
-    if not raw.strip():
-        if optional:
-            return {}
-        raise ApiError(400, "invalid_request", "request body is empty; expected a JSON object")
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise ApiError(400, "invalid_request", f"request body is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ApiError(400, "invalid_request", f"request body must be a JSON object, not {type(data).__name__}")
-    return data
+    return b"".join(chunks)
 
 
 def field(body: dict[str, Any], name: str, *, required: bool = False, kind: type = str) -> Any:

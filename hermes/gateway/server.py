@@ -9,6 +9,7 @@ turn is cut between its store writes.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 import signal
@@ -20,7 +21,7 @@ from ..config import Config
 from ..errors import ConfigError
 from .app import GatewayOptions, create_app
 
-__all__ = ["bind", "gateway_token", "is_loopback", "serve"]
+__all__ = ["bind", "gateway_token", "guarded_protocol", "is_loopback", "serve", "uvicorn_config"]
 
 
 def is_loopback(host: str) -> bool:
@@ -40,6 +41,67 @@ def gateway_token(config: Config) -> str | None:
     if token:
         register_secret(token)
     return token
+
+
+def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with two limits it lacks: a deadline for each request's headers
+    (from connection open, and again from the end of each response, so an idle or trickling
+    keep-alive connection is closed too), and a cap on open connections. A client that sends
+    one header byte every few seconds is closed after ``header_timeout_s``; the event loop
+    never waits on it, so other clients are served meanwhile."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Guarded(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > max_connections:
+                transport.abort()
+                return
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(header_timeout_s, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if not self.transport.is_closing():
+                self.transport.abort()
+
+        def handle_events(self) -> None:
+            before = self.cycle
+            super().handle_events()
+            if self.cycle is not None and self.cycle is not before:
+                self._disarm()  # headers complete: the body has its own deadline (read_json)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self._deadline is None:
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Guarded
+
+
+def uvicorn_config(app: Any, options: GatewayOptions, *, log_level: str = "warning",
+                   graceful_s: int | None = None) -> Any:
+    """The one uvicorn configuration every gateway runs with (``serve`` and the tests)."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on",
+                          timeout_graceful_shutdown=graceful_s, limit_concurrency=None,
+                          http=guarded_protocol(options.header_timeout_s, options.max_connections),
+                          timeout_keep_alive=max(1, int(options.header_timeout_s)))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -72,9 +134,7 @@ def serve(store: Any, config: Config, *, host: str, port: int, options: GatewayO
     sock = bind(host, port)
     actual = sock.getsockname()[1]
     app = create_app(store, config, options)
-    cfg = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on",
-                         timeout_graceful_shutdown=graceful_s, limit_concurrency=None)
-    server = uvicorn.Server(cfg)
+    server = uvicorn.Server(uvicorn_config(app, options, log_level=log_level, graceful_s=graceful_s))
     shown = f"[{host}]" if ":" in host else host
 
     async def announce() -> None:
