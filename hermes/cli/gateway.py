@@ -21,6 +21,12 @@ __all__ = ["gateway"]
 @click.option("--workers", default=64, show_default=True, type=click.IntRange(1),
               help="Turns running at once in this process.")
 @click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default from config).")
+@click.option("--header-timeout", default=10.0, show_default=True, type=click.FloatRange(0.1),
+              help="Seconds a connection has to send a request's headers (slow clients are closed).")
+@click.option("--body-timeout", default=30.0, show_default=True, type=click.FloatRange(0.1),
+              help="Seconds a request body has to arrive (408 after).")
+@click.option("--max-connections", default=1024, show_default=True, type=click.IntRange(1),
+              help="Open connections at once; more are closed on arrival.")
 @click.option("--allow-base-url", "allow_base_urls", multiple=True, metavar="URL",
               help="A base URL clients may point a session at, besides each route's default "
                    "(repeatable; adds to [gateway] allowed_base_urls). The route's key is sent there.")
@@ -29,7 +35,8 @@ __all__ = ["gateway"]
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: float, workers: int,
-            max_steps: int | None, allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...],
+            max_steps: int | None, header_timeout: float, body_timeout: float, max_connections: int,
+            allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...],
             log_level: str) -> None:
     """Serve Hermes sessions over HTTP: every turn is loaded from state.db and committed there.
 
@@ -43,11 +50,10 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     curl -s localhost:8642/v1/sessions/ID/messages -d '{"content":"hi"}'
     """
     from ..config import load_config
+    from ..errors import ConfigError, HermesError
     from ..gateway.app import GatewayOptions
     from ..gateway.server import gateway_token, serve
     from ..store import Store
-
-    from ..errors import ConfigError, HermesError
     from ..urlpolicy import normalise_allowlist
 
     config = load_config()
@@ -57,7 +63,9 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
         raise ConfigError(f"--allow-base-url: {e}") from None
     options = GatewayOptions(token=gateway_token(config), max_body=max_body, lock_ttl_s=lock_ttl,
                              lock_wait_s=lock_wait, workers=workers, max_steps=max_steps,
-                             allowed_base_urls=allowed, allowed_hosts=allow_hosts, bound_host=host)
+                             allowed_base_urls=allowed, allowed_hosts=allow_hosts, bound_host=host,
+                             header_timeout_s=header_timeout, body_timeout_s=body_timeout,
+                             max_connections=max_connections)
     if not options.token:
         from ..gateway.server import is_loopback
 

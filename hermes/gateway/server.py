@@ -48,21 +48,30 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
     (from connection open, and again from the end of each response, so an idle or trickling
     keep-alive connection is closed too), and a cap on open connections. A client that sends
     one header byte every few seconds is closed after ``header_timeout_s``; the event loop
-    never waits on it, so other clients are served meanwhile."""
+    never waits on it, so other clients are served meanwhile. At the cap, a new connection
+    evicts the longest-waiting one that has not sent its headers yet (an attacker's stalled
+    sockets go first, a client mid-request never does); only when there is none is the new
+    connection closed."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class Guarded(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
+        _armed_at: float = 0.0
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             if len(self.connections) > max_connections:
-                transport.abort()
-                return
+                waiting = [c for c in self.connections
+                           if isinstance(c, Guarded) and c is not self and c._deadline is not None]
+                if not waiting:
+                    transport.abort()
+                    return
+                min(waiting, key=lambda c: c._armed_at)._expire()
             self._arm()
 
         def _arm(self) -> None:
             self._disarm()
+            self._armed_at = self.loop.time()
             self._deadline = self.loop.call_later(header_timeout_s, self._expire)
 
         def _disarm(self) -> None:
@@ -71,7 +80,7 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
                 self._deadline = None
 
         def _expire(self) -> None:
-            self._deadline = None
+            self._disarm()
             if not self.transport.is_closing():
                 self.transport.abort()
 
