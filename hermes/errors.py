@@ -41,6 +41,7 @@ __all__ = [
     "UnsupportedPart",
     "redact",
     "register_secret",
+    "registered_secrets",
 ]
 
 _SECRETS: set[str] = set()
@@ -51,6 +52,12 @@ def register_secret(value: str | None) -> None:
     """Remember a secret so that any error text mentioning it is scrubbed."""
     if value and len(value) >= 6:
         _SECRETS.add(value)
+
+
+def registered_secrets() -> frozenset[str]:
+    """The secrets registered so far (for scrubbing tool output, which must not go through the
+    key-shape pattern of ``redact``: it would mangle ordinary identifiers in files)."""
+    return frozenset(_SECRETS)
 
 
 def redact(text: str) -> str:

@@ -4,14 +4,15 @@ entry-point group.
 A tool never crashes the agent: bad arguments, unknown names, exceptions and oversized
 output all become a ``ToolResult`` with ``is_error`` (or a truncation note) that the model
 sees. ``run_command`` runs only when the user allowed it (``--allow-commands``) or confirms
-it (the REPL asks).
+it (the REPL asks). Paths stay inside the workspace, reads and searches are bounded, commands
+time out, and known secrets are scrubbed from every result: see ``hermes.tool_safety``.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-import re
-import subprocess
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +21,19 @@ from typing import Any
 import orjson
 
 from .messages import ToolCall, ToolResult
+from .tool_safety import (
+    MAX_OUTPUT,
+    MAX_READ,
+    Budget,
+    compile_pattern,
+    confine,
+    finish_output,
+    read_regular,
+    run_bounded,
+)
 from .wire import ToolSpec
 
 __all__ = ["MAX_OUTPUT", "Tool", "ToolContext", "Toolbox", "builtin_tools", "load_toolbox"]
-
-MAX_OUTPUT = 256 * 1024
-"""Characters of tool output sent to the model; the rest is cut with a note saying how much."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,54 +45,71 @@ class Tool:
 @dataclass(slots=True)
 class ToolContext:
     cwd: Path = field(default_factory=Path.cwd)
+    """The workspace root: every path a tool touches resolves inside it (``tool_safety.confine``)."""
     allow_commands: bool = False
     confirm: Callable[[str], bool] | None = None
     """Asked before ``run_command`` when commands are not allowed outright."""
+    read_roots: tuple[Path, ...] = ()
+    """Directories outside ``cwd`` the user allowed reading (``--allow-read PATH``)."""
+    command_timeout_s: float = 120.0
+    """Longest a ``run_command`` may run (the model may ask for less, never more)."""
 
-
-def _path(ctx: ToolContext, raw: Any) -> Path:
-    if not isinstance(raw, str) or not raw:
-        raise ValueError("'path' must be a non-empty string")
-    p = Path(raw).expanduser()
-    return p if p.is_absolute() else ctx.cwd / p
+    def path(self, raw: Any, *, what: str = "path") -> Path:
+        """``raw`` resolved inside the workspace or a read root, else an error for the model."""
+        return confine(raw, self.cwd, self.read_roots, what=what)
 
 
 def _read_file(args: Mapping[str, Any], ctx: ToolContext) -> str:
-    path = _path(ctx, args.get("path"))
-    data = path.read_bytes()
+    path = ctx.path(args.get("path"))
+    data, size = read_regular(path, MAX_READ)
     if b"\0" in data[:4096]:
-        return f"{path} is a binary file ({len(data)} bytes)"
-    return data.decode("utf-8", "replace")
+        return f"{args.get('path')} is a binary file ({size} bytes)"
+    text = data.decode("utf-8", "replace")
+    if size > len(data):
+        text += f"\n[file cut: {size:,} bytes, showing the first {len(data):,}]"
+    return text
 
 
 def _list_dir(args: Mapping[str, Any], ctx: ToolContext) -> str:
-    path = _path(ctx, args.get("path", "."))
-    rows = []
-    for entry in sorted(path.iterdir(), key=lambda e: e.name)[:1000]:
-        rows.append(f"{entry.name}/" if entry.is_dir() else entry.name)
-    return "\n".join(rows) or "(empty directory)"
+    path = ctx.path(args.get("path", "."))
+    with os.scandir(path) as it:
+        entries = list(itertools.islice(it, 10_000))
+    rows = [f"{e.name}/" if e.is_dir(follow_symlinks=False) else e.name for e in sorted(entries, key=lambda e: e.name)]
+    more = "\n(listing stopped at 10,000 entries)" if len(entries) == 10_000 else ""
+    cut = f"\n({len(rows) - 1000:,} more not shown)" if len(rows) > 1000 else ""
+    return ("\n".join(rows[:1000]) or "(empty directory)") + cut + more
 
 
 def _search_files(args: Mapping[str, Any], ctx: ToolContext) -> str:
-    pattern = args.get("pattern")
-    if not isinstance(pattern, str) or not pattern:
-        raise ValueError("'pattern' must be a non-empty regular expression")
-    rx = re.compile(pattern)
-    root = _path(ctx, args.get("path", "."))
+    """Literal search by default; ``regex: true`` runs a regular expression under a timeout."""
+    rx = compile_pattern(args.get("pattern"), regex=args.get("regex") is True)
+    root = ctx.path(args.get("path", "."))
+    budget = Budget()
     hits: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__"))
         for name in sorted(filenames):
             f = Path(dirpath) / name
             try:
-                with f.open("r", encoding="utf-8", errors="strict") as fh:
-                    for n, line in enumerate(fh, 1):
-                        if rx.search(line):
-                            hits.append(f"{f.relative_to(root)}:{n}: {line.rstrip()[:200]}")
-                            if len(hits) >= 200:
-                                return "\n".join([*hits, "(stopped at 200 matches)"])
+                st = f.lstat()
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # symlinks (they may lead out), FIFOs, devices, sockets
+                if not budget.take(st.st_size):
+                    return "\n".join([*hits, budget.note()])
+                data, _ = read_regular(f, budget.per_file)
+                text = data.decode("utf-8", "strict")
             except (UnicodeDecodeError, OSError):
                 continue
+            for n, line in enumerate(text.splitlines(), 1):
+                try:
+                    found = rx.search(line, timeout=max(0.001, budget.remaining()))
+                except TimeoutError:
+                    raise TimeoutError(f"the pattern took longer than {budget.seconds:g} s; search for a "
+                                       "literal string (the default) or simplify the expression") from None
+                if found:
+                    hits.append(f"{f.relative_to(root)}:{n}: {line.rstrip()[:200]}")
+                    if len(hits) >= 200:
+                        return "\n".join([*hits, "(stopped at 200 matches)"])
     return "\n".join(hits) or "no matches"
 
 
@@ -94,10 +119,11 @@ def _run_command(args: Mapping[str, Any], ctx: ToolContext) -> str:
         raise ValueError("'command' must be a non-empty string")
     if not ctx.allow_commands and not (ctx.confirm and ctx.confirm(command)):
         raise PermissionError("running commands needs the user's permission (--allow-commands or a yes in the REPL)")
-    timeout = args.get("timeout", 60)
-    proc = subprocess.run(command, shell=True, cwd=ctx.cwd, capture_output=True, text=True,
-                          timeout=float(timeout) if isinstance(timeout, int | float) else 60.0)
-    return f"exit code {proc.returncode}\n{proc.stdout}{proc.stderr}"
+    asked = args.get("timeout")
+    timeout = ctx.command_timeout_s
+    if isinstance(asked, int | float) and not isinstance(asked, bool) and asked > 0:
+        timeout = min(float(asked), timeout)
+    return run_bounded(command, ctx.cwd, timeout_s=timeout)
 
 
 def _schema(**props: str) -> dict[str, Any]:
@@ -107,13 +133,19 @@ def _schema(**props: str) -> dict[str, Any]:
             "required": required}
 
 
+def _search_schema() -> dict[str, Any]:
+    schema = _schema(pattern="Text to find (a regular expression when 'regex' is true).",
+                     **{"path?": "Directory to search (default '.')."})
+    schema["properties"]["regex"] = {"type": "boolean", "description": "Treat 'pattern' as a regular expression."}
+    return schema
+
+
 def builtin_tools() -> list[Tool]:
     return [
         Tool(ToolSpec("list_dir", "List a directory.", _schema(path="Directory path, e.g. '.'.")), _list_dir),
         Tool(ToolSpec("read_file", "Read a text file.", _schema(path="File path.")), _read_file),
-        Tool(ToolSpec("search_files", "Search files under a directory for a regular expression.",
-                      _schema(pattern="Regular expression.", **{"path?": "Directory to search (default '.')."})),
-             _search_files),
+        Tool(ToolSpec("search_files", "Search the text files under a directory for a string (literal unless "
+                                      "'regex' is true).", _search_schema()), _search_files),
         Tool(ToolSpec("run_command", "Run a shell command (the user must allow it).",
                       _schema(command="The shell command.")), _run_command),
     ]
@@ -144,10 +176,9 @@ class Toolbox:
         try:
             out = tool.run(args, self.ctx)
         except Exception as e:  # a tool failure is the model's information, not our crash
-            return ToolResult(call.id, f"error: {type(e).__name__}: {e}", call.name, True)
-        if len(out) > MAX_OUTPUT:
-            out = out[:MAX_OUTPUT] + f"\n[output truncated: {len(out):,} characters, showing the first {MAX_OUTPUT:,}]"
-        return ToolResult(call.id, out, call.name)
+            return ToolResult(call.id, finish_output(f"error: {type(e).__name__}: {e}"), call.name, True)
+        # before the result is stored, sent upstream or streamed: known secrets out, length capped
+        return ToolResult(call.id, finish_output(out), call.name)
 
 
 def load_toolbox(ctx: ToolContext | None = None, *, plugins: bool = True) -> Toolbox:

@@ -15,7 +15,8 @@ def test_builtin_tools_work_in_the_working_directory(tmp_path):
     call = lambda name, **a: box.execute(ToolCall("c", name, orjson.dumps(a).decode()))
     assert call("list_dir", path=".").content == "src/"
     assert "return 42" in call("read_file", path="src/app.py").content
-    assert call("search_files", pattern=r"def \w+").content == "src/app.py:1: def main():"
+    assert call("search_files", pattern=r"def \w+", regex=True).content == "src/app.py:1: def main():"
+    assert call("search_files", pattern="def main(").content == "src/app.py:1: def main():"  # literal by default
     denied = call("run_command", command="echo hi")
     assert denied.is_error and "permission" in denied.content
     allowed = load_toolbox(ToolContext(cwd=tmp_path, allow_commands=True), plugins=False)

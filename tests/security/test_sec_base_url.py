@@ -7,6 +7,7 @@ the hostile server received ``x-api-key: <the server's Anthropic key>``.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -76,10 +77,8 @@ def test_allowlisted_base_url_is_served(tmp_path: Path, monkeypatch: pytest.Monk
     "http://127.0.0.1.evil.example:9/v1",         # look-alike host
 ])
 def test_allowlist_is_exact(url: str) -> None:
-    try:
+    with contextlib.suppress(RouteError):
         assert not base_url_allowed(url, default="https://api.deepseek.com", allowlist=("http://127.0.0.1:9/v1",))
-    except RouteError:
-        pass
     assert base_url_allowed("http://127.0.0.1:9/v1/chat", default="", allowlist=("http://127.0.0.1:9/v1",))
     assert base_url_allowed("https://api.deepseek.com/", default="https://api.deepseek.com", allowlist=())
 
