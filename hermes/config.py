@@ -9,6 +9,7 @@ effort = "high"                # default reasoning effort
 stream = true
 max_steps = 12                 # model calls per user turn before stopping
 allow_commands = false         # run_command without asking (REPL asks otherwise)
+allow_read = []                # directories tools may read besides the working directory
 context_budget = 0             # tokens; 0 = the route's default
 
 [aliases]                      # hermes chat -m fast  →  provider/model
@@ -57,6 +58,7 @@ class Config:
     stream: bool = True
     max_steps: int = 12
     allow_commands: bool = False
+    allow_read: tuple[str, ...] = ()
     context_budget: int = 0
     aliases: Mapping[str, Alias] = field(default_factory=dict)
     gateway_token: str | None = None
@@ -100,6 +102,10 @@ def load_config(path: Path | None = None) -> Config:
             values["aliases"] = _aliases(value, where)
         elif key == "gateway":
             values.update(_gateway(value, where))
+        elif key == "allow_read":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise ConfigError(f"{where}: 'allow_read' must be a list of directory paths")
+            values["allow_read"] = tuple(str(Path(v).expanduser()) for v in value)
         elif key in _TYPES:
             want = _TYPES[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
@@ -115,7 +121,7 @@ def load_config(path: Path | None = None) -> Config:
             values[key] = value or None if want is str else value
         else:
             raise ConfigError(f"{where}: unknown setting '{key}'",
-                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway']))}")
+                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read']))}")
     return Config(**values)
 
 

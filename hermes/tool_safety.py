@@ -38,8 +38,9 @@ __all__ = ["MAX_OUTPUT", "MAX_READ", "Budget", "OutsideWorkspace", "compile_patt
 
 MAX_OUTPUT = 256 * 1024
 """Characters of tool output sent to the model; the rest is cut with a note saying how much."""
-MAX_READ = 1 << 20
-"""Bytes ``read_file`` reads from one file; a larger file is cut with a note."""
+MAX_READ = MAX_OUTPUT - 4096
+"""Bytes ``read_file`` reads from one file; a larger file is cut with a note (which then fits
+in the output limit, so the model learns the file's real size)."""
 _SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_ACCESS_KEY", "_PASSWORD")
 
 
@@ -129,7 +130,7 @@ def compile_pattern(pattern: Any, *, regex: bool) -> Any:
     return rx.compile(pattern if regex else rx.escape(pattern))
 
 
-def run_bounded(command: str, cwd: Path, *, timeout_s: float, limit: int = MAX_OUTPUT) -> str:
+def run_bounded(command: str, cwd: Path, *, timeout_s: float, limit: int = MAX_READ) -> str:
     """Run ``command`` in a shell in its own process group; kill the group at ``timeout_s``.
 
     Output (stdout and stderr together) is read while it is produced and capped at ``limit``

@@ -53,6 +53,8 @@ class ToolContext:
     """Directories outside ``cwd`` the user allowed reading (``--allow-read PATH``)."""
     command_timeout_s: float = 120.0
     """Longest a ``run_command`` may run (the model may ask for less, never more)."""
+    search_timeout_s: float = 10.0
+    """Longest a ``search_files`` may run, regular expression included."""
 
     def path(self, raw: Any, *, what: str = "path") -> Path:
         """``raw`` resolved inside the workspace or a read root, else an error for the model."""
@@ -84,7 +86,7 @@ def _search_files(args: Mapping[str, Any], ctx: ToolContext) -> str:
     """Literal search by default; ``regex: true`` runs a regular expression under a timeout."""
     rx = compile_pattern(args.get("pattern"), regex=args.get("regex") is True)
     root = ctx.path(args.get("path", "."))
-    budget = Budget()
+    budget = Budget(seconds=ctx.search_timeout_s)
     hits: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import click
@@ -119,12 +120,16 @@ def _confirm(command: str) -> bool:
 @click.option("--effort", help="Reasoning effort (route-specific: low, medium, high, ...).")
 @click.option("--no-thinking", is_flag=True, help="Do not request thinking (switches are not sent).")
 @click.option("--allow-commands", is_flag=True, help="Let the model run shell commands without asking.")
+@click.option("--allow-read", "allow_read", multiple=True, metavar="PATH",
+              type=click.Path(exists=True, file_okay=False),
+              help="Let tools read this directory too (repeatable); by default they stay in the working directory.")
 @click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default 12).")
 @click.option("--show-reasoning/--hide-reasoning", default=True, help="Print the model's reasoning as it streams.")
 @click.option("--title", default="", help="Title for a new session.")
 def chat(query: str | None, provider: str | None, model: str | None, base_url: str | None, api_key: str | None,
          resume: str | None, cont: bool, stream: bool | None, as_json: bool, effort: str | None,
-         no_thinking: bool, allow_commands: bool, max_steps: int | None, show_reasoning: bool, title: str) -> None:
+         no_thinking: bool, allow_commands: bool, allow_read: tuple[str, ...], max_steps: int | None,
+         show_reasoning: bool, title: str) -> None:
     """Talk to a model. Every request replays the model's earlier reasoning as its route takes it.
 
     \b
@@ -148,6 +153,8 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         raise click.UsageError("use --resume ID or --continue, not both")
     if as_json and not query:
         raise click.UsageError("--json needs -q")
+    if query is not None and not query.strip():
+        raise click.UsageError("-q needs some text: an empty message is not a turn")
     config = load_config()
     store = Store()
     sid, resolved = open_session(store, config, resume=resume, cont=cont, provider=provider, model=model,
@@ -155,7 +162,8 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     key = find_key(resolved.route, api_key)
     interactive = query is None
     ctx = ToolContext(allow_commands=allow_commands or config.allow_commands,
-                      confirm=_confirm if interactive and sys.stdin.isatty() else None)
+                      confirm=_confirm if interactive and sys.stdin.isatty() else None,
+                      read_roots=tuple(Path(p) for p in (*config.allow_read, *allow_read)))
     printer = _Printer(quiet=as_json, show_reasoning=show_reasoning)
     agent = Agent(store, load_toolbox(ctx), Settings(thinking=not no_thinking and config.thinking,
                                                      effort=effort or config.effort),

@@ -32,12 +32,15 @@ __all__ = ["gateway"]
                    "(repeatable; adds to [gateway] allowed_base_urls). The route's key is sent there.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
               help="A Host header to accept besides loopback names and --host (repeatable; '*' = any).")
+@click.option("--allow-read", "allow_read", multiple=True, metavar="PATH",
+              type=click.Path(exists=True, file_okay=False),
+              help="Let tools read this directory besides the working directory (repeatable).")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: float, workers: int,
             max_steps: int | None, header_timeout: float, body_timeout: float, max_connections: int,
             allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...],
-            log_level: str) -> None:
+            allow_read: tuple[str, ...], log_level: str) -> None:
     """Serve Hermes sessions over HTTP: every turn is loaded from state.db and committed there.
 
     \b
@@ -65,7 +68,7 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
                              lock_wait_s=lock_wait, workers=workers, max_steps=max_steps,
                              allowed_base_urls=allowed, allowed_hosts=allow_hosts, bound_host=host,
                              header_timeout_s=header_timeout, body_timeout_s=body_timeout,
-                             max_connections=max_connections)
+                             max_connections=max_connections, read_roots=allow_read)
     if not options.token:
         from ..gateway.server import is_loopback
 

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -74,6 +75,8 @@ class GatewayOptions:
     allowed_origins: tuple[str, ...] = ()
     """Browser origins allowed besides the gateway's own."""
     bound_host: str = "127.0.0.1"
+    read_roots: tuple[str, ...] = ()
+    """Directories the tools may read besides the working directory (added to config's)."""
     header_timeout_s: float = 10.0
     """A connection must deliver a request's headers within this long (also between requests)."""
     body_timeout_s: float = 30.0
@@ -99,8 +102,9 @@ class GatewayState:
 
     def __post_init__(self) -> None:
         self.transport = Transport()
+        roots = tuple(Path(p) for p in (*self.config.allow_read, *self.options.read_roots))
         self.toolbox = self.options.toolbox() if self.options.toolbox else load_toolbox(
-            ToolContext(allow_commands=False))
+            ToolContext(allow_commands=False, read_roots=roots))
         self.locks = SessionLocks(self.store, ttl_s=self.options.lock_ttl_s, wait_s=self.options.lock_wait_s)
         self.limiter = anyio.CapacityLimiter(self.options.workers)
 
