@@ -39,6 +39,8 @@ class TurnResult:
     """``answer`` or ``step_limit``."""
     messages: list[Message] = field(default_factory=list)
     learned: list[str] = field(default_factory=list)
+    usage: list[dict[str, Any]] = field(default_factory=list)
+    """Each model call's usage as the provider reported it (the gateway sums them)."""
 
 
 @dataclass
@@ -88,6 +90,7 @@ class Agent:
             if self.compactor is not None:
                 self.compactor.after_request(self, resolved, ex)
             assistant = ex.response.message
+            result.usage.append(dict(ex.response.usage))
             results = [self.toolbox.execute(call) for call in assistant.tool_calls]
             for r in results:
                 self._emit("tool_result", r)

@@ -116,7 +116,7 @@ def load_config(path: Path | None = None) -> Config:
                 raise ConfigError(f"{where}: 'context_budget' must be 0 (the route's default) or a number of tokens")
             if key == "effort" and value not in EFFORTS:
                 raise ConfigError(f"{where}: 'effort' must be one of {', '.join(EFFORTS)}, not {value!r}")
-            if key == "base_url" and value:
+            if key == "base_url" and isinstance(value, str) and value:
                 _url(value, where)
             values[key] = value or None if want is str else value
         else:

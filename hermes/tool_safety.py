@@ -143,7 +143,7 @@ def run_bounded(command: str, cwd: Path, *, timeout_s: float, limit: int = MAX_R
 
     def drain() -> None:
         assert proc.stdout is not None
-        while chunk := proc.stdout.read1(1 << 16):
+        while chunk := proc.stdout.read1(1 << 16):  # type: ignore[attr-defined]
             if total[0] < limit:
                 kept.append(chunk[: limit - total[0]])
             total[0] += len(chunk)

@@ -46,10 +46,19 @@ from ..tools import Toolbox, ToolContext, load_toolbox
 from ..transport import Transport
 from ..views import session_view
 from .guard import Guard, allowed_hosts
-from .http import ApiError, error_response, from_exception, json_response, read_json, require_auth
+from .http import (
+    ApiError,
+    AuthThrottle,
+    error_response,
+    from_exception,
+    json_response,
+    openai_error_response,
+    read_json,
+)
 from .http import field as body_field
+from .idempotency import IdempotencyCache
 from .locks import SessionLocks
-from .turns import TurnJob, TurnRequest, call_with_accepted, describe
+from .turns import TurnJob, TurnRequest, call_with_accepted, describe, openai_usage
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
 
@@ -91,6 +100,8 @@ class GatewayState:
     config: Config
     options: GatewayOptions
     locks: SessionLocks = field(init=False)
+    idempotency: IdempotencyCache = field(init=False)
+    auth_failures: AuthThrottle = field(init=False)
     limiter: anyio.CapacityLimiter = field(init=False)
     jobs: set[asyncio.Task[Any]] = field(default_factory=set)
     transport: Transport = field(init=False)
@@ -107,6 +118,8 @@ class GatewayState:
             ToolContext(allow_commands=False, read_roots=roots))
         self.locks = SessionLocks(self.store, ttl_s=self.options.lock_ttl_s, wait_s=self.options.lock_wait_s)
         self.limiter = anyio.CapacityLimiter(self.options.workers)
+        self.idempotency = IdempotencyCache()
+        self.auth_failures = AuthThrottle()
 
     # ----------------------------------------------------------------- blocking work (threads)
 
@@ -148,7 +161,7 @@ class GatewayState:
                       transport=self.transport, compactor=AutoCompactor(budget=self.config.context_budget or None))
         result = agent.run_turn(info.id, req.content, resolved)
         return {"session_id": info.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
-                "learned": result.learned, **describe(resolved)}
+                "learned": result.learned, "usage": openai_usage(result.usage), **describe(resolved)}
 
     def require_session(self, session_id: str) -> Any:
         """The session with exactly this id (no prefix matching over HTTP), else 404."""
@@ -227,21 +240,23 @@ def error_payload(e: BaseException) -> dict[str, Any]:
 
 def create_app(store: Any, config: Config, options: GatewayOptions | None = None) -> Starlette:
     """The ASGI app over ``store`` (shared by the worker threads; one connection, locked)."""
-    from .compat import chat_completions
+    from .compat import chat_completions, list_models
 
     state = GatewayState(store, config, options or GatewayOptions())
     opts = state.options
 
-    def endpoint(fn: Handler, *, auth: bool = True) -> Handler:
+    def endpoint(fn: Handler, *, auth: bool = True, openai: bool = False) -> Handler:
         async def wrapped(request: Request) -> Response:
             try:
                 if auth:
-                    require_auth(request, opts.token)
+                    await state.auth_failures.check(request, opts.token)
                 return await fn(request)
             except Exception as e:
                 err = from_exception(e)
                 if err.status >= 500 and err.type == "internal":
                     log_event("gateway_error", path=request.url.path, error=redact(f"{type(e).__name__}: {e}"))
+                if openai:
+                    return openai_error_response(err)
                 return error_response(err.status, err.type, err.message, err.headers)
 
         return wrapped
@@ -338,6 +353,9 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
     async def completions(request: Request) -> Response:
         return await chat_completions(state, request)
 
+    async def models(request: Request) -> Response:
+        return await list_models(state, request)
+
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "invalid_request")
@@ -356,7 +374,8 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         Route("/v1/sessions/{sid}/messages", endpoint(messages), methods=["POST"]),
         Route("/v1/sessions/{sid}/branch", endpoint(branch), methods=["POST"]),
         Route("/v1/sessions/{sid}/compress", endpoint(compress), methods=["POST"]),
-        Route("/v1/chat/completions", endpoint(completions), methods=["POST"]),
+        Route("/v1/chat/completions", endpoint(completions, openai=True), methods=["POST"]),
+        Route("/v1/models", endpoint(models, openai=True), methods=["GET"]),
     ]
     hosts = allowed_hosts(opts.bound_host, (*config.allowed_hosts, *opts.allowed_hosts))
     guard = Middleware(Guard, hosts=hosts, origins=(*config.allowed_origins, *opts.allowed_origins))

@@ -1,32 +1,46 @@
-"""``POST /v1/chat/completions``: an OpenAI-compatible face on a Hermes session.
+"""The OpenAI-compatible agent facade: ``POST /v1/chat/completions`` and ``GET /v1/models``.
 
-An existing OpenAI client keeps sending its whole ``messages`` list, but the session named by
-``X-Hermes-Session`` already holds the history *and the reasoning* the client never saw, so
-only the **last user message** is taken, as the new user turn; everything else in the request
-is ignored (the server's history wins). ``model`` is echoed back and does not switch the
-session's route (use ``POST /v1/sessions/{id}/messages`` with ``provider``/``model`` for that).
+An existing OpenAI client keeps sending its whole ``messages`` list, but the session already
+holds the history *and the reasoning* the client never saw, so only the **last user message**
+is taken, as the new user turn; everything else in the request is ignored (the server's
+history wins). The session is named by ``X-Hermes-Session``; without it a new session is
+created on the server's default route (config.toml ``provider``/``model``, or the alias named
+by ``model``) and its id comes back in the ``X-Hermes-Session`` response header. ``model`` is
+echoed back; it never switches an existing session's route, and a client can never name a
+base URL here.
 
-Non-streaming returns a ``chat.completion``; ``stream: true`` returns ``chat.completion.chunk``
-SSE lines ending with ``data: [DONE]``. Reasoning streams as ``delta.reasoning_content`` (the
-field most OpenAI-compatible clients already display); the final message carries it too.
+Non-streaming returns a ``chat.completion`` with the turn's real ``usage`` (summed over its
+model calls); ``stream: true`` returns ``chat.completion.chunk`` SSE lines ending with
+``data: [DONE]``, with a final usage chunk when ``stream_options.include_usage`` is true.
+Reasoning streams as ``delta.reasoning_content``; the final message carries it too.
+
+Errors use OpenAI's shape. A response that must not be retried says ``x-should-retry: false``
+(the SDKs honour it): a turn that failed after it stored a step would store the user message
+twice if re-run. ``Idempotency-Key`` makes a repeat return the first outcome (``idempotency``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import secrets
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
+import anyio.to_thread
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .http import ApiError, json_response, read_json
+from .http import ApiError, from_exception, json_response, openai_error_response, read_json
 from .turns import TurnRequest
 
-__all__ = ["chat_completions", "last_user_text"]
+__all__ = ["Completion", "chat_completions", "last_user_text", "list_models"]
 
 HEADER = "x-hermes-session"
+_DONE = object()
 
 
 def last_user_text(messages: Any) -> str:
@@ -36,74 +50,197 @@ def last_user_text(messages: Any) -> str:
     for m in reversed(messages):
         if isinstance(m, dict) and m.get("role") == "user":
             content = m.get("content")
-            if isinstance(content, str):
-                return content
             if isinstance(content, list):
-                texts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-                if texts:
-                    return "".join(texts)
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+            if isinstance(content, str) and content.strip():
+                return content
             raise ApiError(400, "invalid_request", "the last user message has no text content")
     raise ApiError(400, "invalid_request", "'messages' has no user message")
 
 
-def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+@dataclass
+class Completion:
+    """One facade turn's outcome: rendered as JSON or chunks, and kept for an Idempotency-Key."""
+
+    id: str
+    created: int
+    model: str
+    session_id: str
+    reasoning: list[str] = field(default_factory=list)
+    answer: str = ""
+    finish: str = "stop"
+    usage: dict[str, int] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None, *, usage: bool = False) -> bytes:
+        data: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                                "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if usage:
+            data["usage"] = None
+        return _sse(data)
+
+    def usage_chunk(self) -> bytes:
+        return _sse({"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                     "choices": [], "usage": self.usage})
+
+    def as_json(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self.answer}
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": self.finish}], "usage": self.usage,
+                "hermes": {"session_id": self.session_id, "steps": self.result.get("steps"),
+                           "route": self.result.get("route")}}
+
+    def replay(self, include_usage: bool) -> list[bytes]:
+        """The whole stream of a finished completion (for a repeated streaming request)."""
+        out = [self.chunk({"role": "assistant", "content": ""}, usage=include_usage)]
+        if self.reasoning:
+            out.append(self.chunk({"reasoning_content": "".join(self.reasoning)}, usage=include_usage))
+        out += [self.chunk({"content": self.answer}, usage=include_usage),
+                self.chunk({}, self.finish, usage=include_usage)]
+        return [*out, self.usage_chunk()] if include_usage else out
+
+
+def _sse(data: Any) -> bytes:
+    return b"data: " + orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS) + b"\n\n"
+
+
+def _finish(result: dict[str, Any]) -> str:
+    return "stop" if result.get("stopped") == "answer" else "length"
+
+
+async def list_models(state: Any, request: Request) -> Response:
+    """``hermes`` (the session's own route), the config default model and every alias."""
+    ids = ["hermes", *([state.config.model] if state.config.model else []), *sorted(state.config.aliases)]
+    data = [{"id": i, "object": "model", "created": 0, "owned_by": "hermes"} for i in dict.fromkeys(ids)]
+    return json_response({"object": "list", "data": data})
+
+
+def _first_use_session(state: Any, model: str | None) -> str:
+    """A new session on the server's default route (or the alias ``model`` names)."""
+    from ..keys import find_key
+    from ..runtime import choose_route
+
+    name = model if model and model != "hermes" else None
+    try:
+        resolved = choose_route(state.config, provider=None, model=name, base_url=None)
+    except Exception as e:
+        err = from_exception(e)
+        raise ApiError(400, "invalid_request", f"no X-Hermes-Session header and no default route to start a "
+                                               f"session on: {err.message}; name a session (POST /v1/sessions) "
+                                               "or set provider and model in the server's config.toml") from None
+    find_key(resolved.route)  # no session is created for a route this server cannot call
+    url = state.explicit_url(resolved, None)
+    return str(state.store.create_session(provider=resolved.route.key, model=resolved.model, base_url=url,
+                                          title="openai facade"))
 
 
 async def chat_completions(state: Any, request: Request) -> Response:
-    from .app import error_payload, sse
-
     body = await read_json(request, state.options.max_body, timeout_s=state.options.body_timeout_s)
-    sid = request.headers.get(HEADER)
-    if not sid:
-        raise ApiError(400, "invalid_request", "name the session in the X-Hermes-Session header "
-                                               "(create one with POST /v1/sessions)")
     text = last_user_text(body.get("messages"))
     stream = body.get("stream") is True
-    import anyio.to_thread
-
-    await anyio.to_thread.run_sync(state.require_session, sid)
-    req = TurnRequest(sid, text)
-    cid = "chatcmpl-" + secrets.token_hex(12)
-    created = int(time.time())
+    options = body.get("stream_options")
+    include_usage = stream and isinstance(options, dict) and options.get("include_usage") is True
+    model = str(body["model"]) if isinstance(body.get("model"), str) else ""
+    sid = request.headers.get(HEADER) or ""
+    key = request.headers.get("idempotency-key")
+    if key is not None:
+        # streaming or not is how the outcome is rendered, not a different request
+        what = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        digest = hashlib.sha256(sid.encode() + b"\0" + orjson.dumps(what, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        future, first = state.idempotency.begin(key, digest)
+        if not first:
+            outcome = await asyncio.shield(future)
+            return _render_done(outcome, stream, include_usage, replayed=True)
+    try:
+        if sid:
+            await anyio.to_thread.run_sync(state.require_session, sid)
+        else:
+            sid = await anyio.to_thread.run_sync(_first_use_session, state, model)
+        events = await state.turn_events(TurnRequest(sid, text))
+    except Exception as e:  # refused before the turn began: nothing stored, a retry is safe
+        err = from_exception(e)
+        if sid:
+            err.headers.setdefault("x-hermes-session", sid)
+        if key is not None:
+            state.idempotency.forget(key, err)
+        raise err from None
+    done = Completion("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, sid)
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    collector = asyncio.create_task(_collect(state, events, done, queue, key))
+    headers = {"x-hermes-session": sid}
     if not stream:
-        reasoning: list[str] = []
-        events = await state.turn_events(req)
-        result: dict[str, Any] = {}
-        async for event, data in events:
-            if event == "reasoning":
-                reasoning.append(data["text"])
-            elif event == "error":
-                raise data["exception"]
-            elif event == "done":
-                result = data
-        model = body.get("model") or result.get("model", "")
-        message: dict[str, Any] = {"role": "assistant", "content": result.get("answer", "")}
-        if reasoning:
-            message["reasoning_content"] = "".join(reasoning)
-        return json_response({
-            "id": cid, "object": "chat.completion", "created": created, "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "stop" if result.get("stopped") == "answer" else "length"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            "hermes": {"session_id": sid, "steps": result.get("steps"), "route": result.get("route")},
-        })
-    events = await state.turn_events(req)
-    model = body.get("model") or ""
+        outcome = await asyncio.shield(collector)
+        return _render_done(outcome, False, False, headers=headers)
 
     async def body_iter() -> AsyncIterator[bytes]:
-        yield sse(None, _chunk(cid, created, model, {"role": "assistant", "content": ""}))
-        async for event, data in events:
-            if event == "reasoning":
-                yield sse(None, _chunk(cid, created, model, {"reasoning_content": data["text"]}))
-            elif event == "text":
-                yield sse(None, _chunk(cid, created, model, {"content": data["text"]}))
-            elif event == "error":
-                yield sse(None, error_payload(data["exception"]))
-            elif event == "done":
-                finish = "stop" if data.get("stopped") == "answer" else "length"
-                yield sse(None, _chunk(cid, created, model, {}, finish))
+        yield done.chunk({"role": "assistant", "content": ""}, usage=include_usage)
+        while (item := await queue.get()) is not _DONE:
+            kind, data = item
+            if kind == "reasoning":
+                yield done.chunk({"reasoning_content": data}, usage=include_usage)
+            elif kind == "text":
+                yield done.chunk({"content": data}, usage=include_usage)
+            elif kind == "error":
+                yield _sse(orjson.loads(openai_error_response(data).body))
+        outcome = collector.result()
+        if isinstance(outcome, Completion):
+            yield done.chunk({}, outcome.finish, usage=include_usage)
+            if include_usage:
+                yield done.usage_chunk()
         yield b"data: [DONE]\n\n"
 
-    return StreamingResponse(body_iter(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
+    return StreamingResponse(body_iter(), media_type="text/event-stream",
+                             headers={"cache-control": "no-cache", **headers})
+
+
+async def _collect(state: Any, events: AsyncIterator[tuple[str, dict[str, Any]]], done: Completion,
+                   queue: asyncio.Queue[Any], key: str | None) -> Completion | ApiError:
+    """Consume the turn's events whether or not the client is still there; settle the
+    idempotency entry with the outcome."""
+    committed = False
+    outcome: Completion | ApiError = done
+    async for event, data in events:
+        if event == "reasoning":
+            done.reasoning.append(data["text"])
+            queue.put_nowait(("reasoning", data["text"]))
+        elif event == "text":
+            queue.put_nowait(("text", data["text"]))
+        elif event == "tool_result":
+            committed = True  # a step with tool calls was stored before the next model call
+        elif event == "done":
+            done.result, done.answer, done.finish = data, data.get("answer", ""), _finish(data)
+            done.usage = data.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+            done.model = done.model or data.get("model", "")
+        elif event == "error":
+            outcome = from_exception(data["exception"])
+            outcome.headers["x-hermes-session"] = done.session_id
+            if committed:  # re-running would store the user message a second time
+                outcome.headers["x-should-retry"] = "false"
+            queue.put_nowait(("error", outcome))
+    queue.put_nowait(_DONE)
+    if key is not None:
+        if isinstance(outcome, ApiError) and not committed:
+            state.idempotency.forget(key, outcome)
+        else:
+            state.idempotency.finish(key, outcome)
+    return outcome
+
+
+def _render_done(outcome: Completion | ApiError, stream: bool, include_usage: bool, *, replayed: bool = False,
+                 headers: dict[str, str] | None = None) -> Response:
+    if isinstance(outcome, ApiError):
+        raise outcome
+    extra = {"x-hermes-session": outcome.session_id, **(headers or {})}
+    if replayed:
+        extra["idempotent-replayed"] = "true"
+    if not stream:
+        return json_response(outcome.as_json(), headers=extra)
+    chunks = [*outcome.replay(include_usage), b"data: [DONE]\n\n"]
+
+    async def again() -> AsyncIterator[bytes]:
+        for c in chunks:
+            yield c
+
+    return StreamingResponse(again(), media_type="text/event-stream", headers={"cache-control": "no-cache", **extra})

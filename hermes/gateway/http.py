@@ -2,8 +2,9 @@
 
 Every error is ``{"error": {"type": ..., "message": ...}}`` with a fixed ``type`` vocabulary
 (``unauthorized``, ``invalid_request``, ``not_found``, ``too_large``, ``busy``,
-``provider_error``, ``not_implemented``, ``internal``) so clients can branch on it; the
-OpenAI facade uses the same shape, which is also the shape OpenAI's SDK reads. Messages are
+``provider_error``, ``provider_auth``, ``rate_limited``, ``timeout``, ``not_implemented``,
+``internal``, ...) so clients can branch on it; the OpenAI facade answers in OpenAI's own
+error shape (``openai_error_response``), keeping that ``type`` as ``code``. Messages are
 passed through ``errors.redact`` so no key the server knows can leak into a response.
 """
 
@@ -29,7 +30,8 @@ from ..errors import (
 )
 from .locks import Busy
 
-__all__ = ["ApiError", "error_response", "field", "from_exception", "json_response", "read_json", "require_auth"]
+__all__ = ["ApiError", "AuthThrottle", "error_response", "field", "from_exception", "json_response", "openai_error_response",
+           "read_json", "require_auth"]
 
 
 class ApiError(Exception):
@@ -61,7 +63,7 @@ def from_exception(e: BaseException) -> ApiError:
     if isinstance(e, StoreError) and str(e).startswith("unknown session"):
         return ApiError(404, "not_found", str(e))
     if isinstance(e, ProviderHTTPError):
-        return ApiError(502, "provider_error", f"provider returned HTTP {e.status}: {e}")
+        return _provider_status(e)
     if isinstance(e, ProviderError):
         return ApiError(502, "provider_error", str(e))
     if isinstance(e, ConfigError | RouteError | HistoryError):
@@ -70,6 +72,35 @@ def from_exception(e: BaseException) -> ApiError:
     if isinstance(e, HermesError):
         return ApiError(500, "internal", str(e))
     return ApiError(500, "internal", f"{type(e).__name__}: {e}")
+
+
+def _provider_status(e: ProviderHTTPError) -> ApiError:
+    """A provider's 4xx stays a 4xx (a client must not retry a request the provider refused:
+    the official SDKs retry every 5xx, and each retry would be another turn); its 401/403 is
+    this server's key being refused, so the client gets 403, not a 401 that blames its token.
+    5xx, and a provider's own 408 timeout, are 502: the provider failed, not the request."""
+    msg = f"provider returned HTTP {e.status}: {e}"
+    if e.status in (401, 403):
+        return ApiError(403, "provider_auth", f"{msg} (the provider refused this server's key)")
+    if 400 <= e.status < 500 and e.status != 408:
+        retry = {k.lower(): v for k, v in e.headers.items()}.get("retry-after")
+        headers = {"retry-after": retry} if e.status == 429 and retry else {}
+        return ApiError(e.status, "rate_limited" if e.status == 429 else "provider_error", msg, headers)
+    return ApiError(502, "provider_error", msg)
+
+
+_OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                 404: "not_found_error", 408: "timeout_error", 409: "conflict_error", 413: "invalid_request_error",
+                 415: "invalid_request_error", 421: "invalid_request_error", 422: "invalid_request_error",
+                 429: "rate_limit_error"}
+
+
+def openai_error_response(err: ApiError) -> Response:
+    """The error in OpenAI's shape (``message``, ``type``, ``param``, ``code``), which the official
+    SDKs parse into their exception classes; our own ``type`` is kept in ``code``."""
+    kind = _OPENAI_TYPES.get(err.status, "api_error" if err.status >= 500 else "invalid_request_error")
+    return json_response({"error": {"message": redact(err.message), "type": kind, "param": None, "code": err.type}},
+                         err.status, err.headers)
 
 
 def require_auth(request: Request, token: str | None) -> None:
@@ -81,6 +112,33 @@ def require_auth(request: Request, token: str | None) -> None:
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
         raise ApiError(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer <token>)",
                        {"www-authenticate": "Bearer"})
+
+
+class AuthThrottle:
+    """Bearer auth that slows guessing down: each wrong or missing token from one client
+    address waits twice as long as the last (50 ms up to 2 s; forgotten after a quiet minute).
+    The wait is ``asyncio.sleep``, so it holds neither a thread nor other clients."""
+
+    def __init__(self, *, first_s: float = 0.05, max_s: float = 2.0, forget_s: float = 60.0) -> None:
+        self.first_s, self.max_s, self.forget_s = first_s, max_s, forget_s
+        self.failures: dict[str, tuple[int, float]] = {}
+
+    async def check(self, request: Request, token: str | None) -> None:
+        try:
+            require_auth(request, token)
+        except ApiError:
+            import asyncio
+            import time
+
+            who = request.client.host if request.client else ""
+            now = time.monotonic()
+            count, last = self.failures.get(who, (0, now))
+            count = 1 if now - last > self.forget_s else count + 1
+            if len(self.failures) > 10_000:
+                self.failures.clear()
+            self.failures[who] = (count, now)
+            await asyncio.sleep(min(self.max_s, self.first_s * 2 ** (count - 1)))
+            raise
 
 
 async def read_json(request: Request, limit: int, *, optional: bool = False,

@@ -26,7 +26,7 @@ from ..resolve import Resolved
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 from .locks import SessionLocks
 
-__all__ = ["EventSink", "TurnJob", "TurnRequest", "call_with_accepted", "describe", "event_mapper"]
+__all__ = ["EventSink", "TurnJob", "TurnRequest", "call_with_accepted", "describe", "event_mapper", "openai_usage"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 
@@ -116,3 +116,19 @@ def call_with_accepted(fn: Callable[..., Any], **kwargs: Any) -> Any:
 
 def describe(resolved: Resolved) -> dict[str, str]:
     return {"route": resolved.route.key, "model": resolved.model, "host": resolved.host}
+
+
+def openai_usage(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """A turn's token usage in OpenAI's spelling, summed over its model calls (every call is
+    billed, so a two-step tool turn reports both prompts), whatever each provider called it."""
+    from ..estimate import prompt_tokens
+
+    prompt = completion = 0
+    for usage in steps:
+        prompt += prompt_tokens(usage) or 0
+        for key in ("completion_tokens", "output_tokens", "outputTokens", "candidatesTokenCount"):
+            v = usage.get(key)
+            if isinstance(v, int) and not isinstance(v, bool):
+                completion += v
+                break
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

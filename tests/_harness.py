@@ -30,6 +30,10 @@ def call(name: str, **args: Any) -> dict[str, Any]:
          "function": {"name": name, "arguments": json.dumps(args)}}]}
 
 
+def failing(status: int, message: str = "bad request") -> dict[str, Any]:
+    return {"__status__": status, "error": {"message": message, "type": "invalid_request_error"}}
+
+
 def tool_then_answer(name: str, **args: Any) -> Script:
     """Call ``name(**args)`` once per user turn, then answer with the tool result's size."""
 
@@ -62,6 +66,9 @@ class Hostile:
                 body = json.loads(raw or b"{}")
                 hostile.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
                 msg = hostile.script(body)
+                if "__status__" in msg:  # an error answer: {"__status__": 400, "error": {...}}
+                    self._send(msg.pop("__status__"), json.dumps(msg).encode(), "application/json")
+                    return
                 usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
                 if body.get("stream"):
                     delta = {k: v for k, v in msg.items() if v is not None}
