@@ -14,14 +14,29 @@ __all__ = ["auth_headers", "find_key"]
 
 def find_key(route: Route, flag: str | None = None) -> str | None:
     """The key for ``route``; None for keyless routes (local servers, Bedrock's AWS chain)."""
-    for value in (flag, *(os.environ.get(v) for v in route.key_env), os.environ.get("HERMES_API_KEY")):
+    sources = [("--api-key", flag), *((v, os.environ.get(v)) for v in route.key_env),
+               ("HERMES_API_KEY", os.environ.get("HERMES_API_KEY"))]
+    for source, value in sources:
         if value:
             register_secret(value)
+            _check_key(route, source, value)
             return value
     if route.auth in ("none", "aws"):
         return None
     names = ", ".join([*route.key_env, "HERMES_API_KEY"])
     raise ConfigError(f"no API key for {route.label}", hint=f"pass --api-key or set one of: {names}")
+
+
+def _check_key(route: Route, source: str, value: str) -> None:
+    """A key goes into an HTTP header: a control or non-ASCII character there makes the HTTP
+    library fail with a message that quotes the header (the key, escaped, so ``redact`` cannot
+    find it). Refuse it here, naming where it came from and never showing it."""
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise ConfigError(f"the key for {route.key} contains a control character (from {source})",
+                          hint="look for a stray newline or carriage return where the key was set")
+    if not value.isascii():
+        raise ConfigError(f"the key for {route.key} contains a non-ASCII character (from {source})",
+                          hint="look for smart quotes or an invisible character copied with the key")
 
 
 def auth_headers(route: Route, key: str | None) -> dict[str, str]:

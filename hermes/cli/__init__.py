@@ -68,9 +68,11 @@ def cli() -> None:
 
 def fail(message: str, hint: str = "") -> None:
     """Print one error line (and a hint) to stderr and exit 1."""
-    click.echo(f"hermes: error: {message}", err=True)
+    from ..terminal import printable
+
+    click.echo(printable(f"hermes: error: {message}"), err=True)
     if hint:
-        click.echo(f"hint: {hint}", err=True)
+        click.echo(printable(f"hint: {hint}"), err=True)
     sys.exit(1)
 
 

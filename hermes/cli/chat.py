@@ -59,6 +59,7 @@ class _Printer:
 
     def __call__(self, kind: str, payload: Any) -> None:
         from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
+        from ..terminal import printable
 
         if kind == "waiting":
             if not self.quiet:
@@ -67,26 +68,26 @@ class _Printer:
         self.spinner.stop()
         if self.quiet:
             if kind in ("learned", "compaction"):
-                click.echo(f"hermes: {payload}", err=True)
+                click.echo(printable(f"hermes: {payload}"), err=True)
             return
         if kind == "delta":
             if isinstance(payload, ReasoningDelta) and payload.text and self.show_reasoning:
                 if not self.in_reasoning:
                     click.secho("thinking: ", err=True, dim=True, nl=False)
                     self.in_reasoning = True
-                click.secho(payload.text, err=True, dim=True, nl=False)
+                click.secho(printable(payload.text), err=True, dim=True, nl=False)
             elif isinstance(payload, TextDelta) and payload.text:
                 self._end_reasoning()
-                click.echo(payload.text, nl=False)
+                click.echo(printable(payload.text), nl=False)
                 self.wrote_text = True
             elif isinstance(payload, ToolCallDelta) and payload.name:
                 self._end_reasoning()
-                click.secho(f"→ {payload.name}", err=True, fg="cyan")
+                click.secho(f"→ {printable(payload.name)}", err=True, fg="cyan")
         elif kind == "tool_result":
             status = "error" if payload.is_error else f"{len(payload.content)} chars"
-            click.secho(f"  ← {payload.name or payload.call_id}: {status}", err=True, fg="cyan")
+            click.secho(f"  ← {printable(payload.name or payload.call_id)}: {status}", err=True, fg="cyan")
         elif kind in ("learned", "compaction"):
-            click.secho(f"hermes: {payload}", err=True, fg="yellow")
+            click.secho(printable(f"hermes: {payload}"), err=True, fg="yellow")
 
     def _end_reasoning(self) -> None:
         if self.in_reasoning:

@@ -55,7 +55,7 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     from ..config import load_config
     from ..errors import ConfigError, HermesError
     from ..gateway.app import GatewayOptions
-    from ..gateway.server import gateway_token, serve
+    from ..gateway.server import check_bind, gateway_token, serve
     from ..store import Store
     from ..urlpolicy import normalise_allowlist
 
@@ -69,11 +69,7 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
                              allowed_base_urls=allowed, allowed_hosts=allow_hosts, bound_host=host,
                              header_timeout_s=header_timeout, body_timeout_s=body_timeout,
                              max_connections=max_connections, read_roots=allow_read)
-    if not options.token:
-        from ..gateway.server import is_loopback
-
-        if not is_loopback(host):  # checked before the store is even opened
-            serve(None, config, host=host, port=port, options=options)
+    check_bind(host, options.token)  # before the store is even opened
     store = Store()
     try:
         serve(store, config, host=host, port=port, options=options, log_level=log_level)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..errors import HermesError
+from ..terminal import printable
 
 __all__ = ["run_repl"]
 
@@ -90,7 +91,7 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                 else:
                     click.echo(f"unknown command {cmd} (/help)", err=True)
             except HermesError as e:
-                click.echo(f"hermes: error: {e}", err=True)
+                click.echo(printable(f"hermes: error: {e}"), err=True)
             continue
         try:
             result = agent.run_turn(sid, text, resolved)
@@ -100,6 +101,6 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
             click.echo("(turn cancelled; the step in flight was not stored)", err=True)
         except HermesError as e:
             printer.end_turn("")  # type: ignore[attr-defined]
-            click.echo(f"hermes: error: {e}", err=True)
+            click.echo(printable(f"hermes: error: {e}"), err=True)
             if e.hint:
-                click.echo(f"hint: {e.hint}", err=True)
+                click.echo(printable(f"hint: {e.hint}"), err=True)

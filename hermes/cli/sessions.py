@@ -60,6 +60,7 @@ def list_(limit: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (blobs as kind, length and hash).")
 def show(session_id: str, reasoning: bool, as_json: bool) -> None:
     """Every message with its reasoning carriers: origin, field lengths, blob hashes."""
+    from ..terminal import printable
     from ..views import describe_part, session_view
 
     store = _store()
@@ -80,7 +81,7 @@ def show(session_id: str, reasoning: bool, as_json: bool) -> None:
         click.echo(f"\n#{seq} {m.role}")
         for p in m.parts:
             for line in describe_part(p, full=reasoning):
-                click.echo(f"  {line}")
+                click.echo(printable(f"  {line}"))
 
 
 @sessions.command()

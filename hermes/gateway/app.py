@@ -290,6 +290,8 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         sid = request.path_params["sid"]
         body = await read_json(request, opts.max_body, timeout_s=opts.body_timeout_s)
         content = body_field(body, "content", required=True)
+        if not content.strip():
+            raise ApiError(400, "invalid_request", "'content' is empty: a turn needs some text")
         stream = body_field(body, "stream", kind=bool) or False
         wait = body.get("wait_s")
         if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float) or wait < 0):
@@ -319,7 +321,10 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         body = await read_json(request, opts.max_body, optional=True, timeout_s=opts.body_timeout_s)
         upto = body_field(body, "upto_seq", kind=int)
         title = body_field(body, "title") or ""
-        await thread(state.require_session, sid)
+        info = await thread(state.require_session, sid)
+        if upto is not None and not 0 <= upto < info.message_count:
+            raise ApiError(400, "invalid_request", f"'upto_seq' must be a message number from 0 to "
+                                                   f"{info.message_count - 1} (the session has {info.message_count})")
         new = await thread(lambda: store.branch(sid, upto_seq=upto, title=title))
         return json_response({"id": new, "parent_id": sid, "branch_of_seq": upto}, 201)
 
@@ -333,6 +338,8 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
             raise ApiError(501, "not_implemented", "compaction is not available in this build") from None
 
         keep_last = body_field(body, "keep_last", kind=int)
+        if keep_last is not None and keep_last < 0:
+            raise ApiError(400, "invalid_request", "'keep_last' must be a number of turns >= 0")
 
         def work() -> Any:
             from ..keys import find_key

@@ -21,7 +21,11 @@ from ..config import Config
 from ..errors import ConfigError
 from .app import GatewayOptions, create_app
 
-__all__ = ["bind", "gateway_token", "guarded_protocol", "is_loopback", "serve", "uvicorn_config"]
+__all__ = ["bind", "check_bind", "gateway_token", "guarded_protocol", "is_loopback", "serve", "uvicorn_config"]
+
+
+MIN_PUBLIC_TOKEN = 16
+"""Characters a token needs before the gateway listens beyond loopback."""
 
 
 def is_loopback(host: str) -> bool:
@@ -31,6 +35,22 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse, before any socket or file is opened, a bind that would hand out this server's
+    provider keys: a network address without a token, or with a guessable one."""
+    if is_loopback(host):
+        return
+    if not token:
+        raise ConfigError(f"refusing to listen on {host} without a token: anyone who can reach it could "
+                          "run turns with this server's provider keys",
+                          hint="set HERMES_GATEWAY_TOKEN (or [gateway] token in config.toml), "
+                               "or bind 127.0.0.1")
+    if len(token) < MIN_PUBLIC_TOKEN:
+        raise ConfigError(f"refusing to listen on {host} with a {len(token)}-character token: a token "
+                          f"for a network bind needs at least {MIN_PUBLIC_TOKEN} characters",
+                          hint="e.g. HERMES_GATEWAY_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')")
 
 
 def gateway_token(config: Config) -> str | None:
@@ -135,11 +155,7 @@ def serve(store: Any, config: Config, *, host: str, port: int, options: GatewayO
     """Serve until interrupted. Prints ``hermes gateway listening on URL`` once ready."""
     import uvicorn
 
-    if not options.token and not is_loopback(host):
-        raise ConfigError(f"refusing to listen on {host} without a token: anyone who can reach it could "
-                          "run turns with this server's provider keys",
-                          hint="set HERMES_GATEWAY_TOKEN (or [gateway] token in config.toml), "
-                               "or bind 127.0.0.1")
+    check_bind(host, options.token)
     sock = bind(host, port)
     actual = sock.getsockname()[1]
     app = create_app(store, config, options)
