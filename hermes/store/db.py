@@ -36,7 +36,7 @@ from ..messages import Message, Part, Role, RouteKey, dumps
 from ..paths import db_path
 from . import ledger
 from .codec import part_from_row, part_to_row
-from .opening import open_db
+from .opening import explain, open_db
 from .records import Capability, SessionInfo
 
 __all__ = ["Store"]
@@ -118,7 +118,7 @@ class Store:
             try:
                 c.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as e:
-                raise StoreError(f"cannot {what}: {e} ({self.path})") from None
+                raise StoreError(f"cannot {what}: {explain(e, self.path)} ({self.path})") from None
             try:
                 yield c
                 c.execute("COMMIT")
@@ -127,7 +127,7 @@ class Store:
                     c.execute("ROLLBACK")
                 if isinstance(e, HermesError) or not isinstance(e, Exception):
                     raise
-                raise StoreError(f"cannot {what}: {e} ({self.path})") from e
+                raise StoreError(f"cannot {what}: {explain(e, self.path)} ({self.path})") from e
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         try:

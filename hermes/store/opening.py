@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import StoreError
 from .migrations import MIGRATIONS
 
-__all__ = ["open_db"]
+__all__ = ["explain", "open_db"]
 
 _HINT_PERM = "check the permissions of the directory, or point HERMES_HOME at a writable one"
 
@@ -102,10 +102,60 @@ def _switch_to_wal(c: sqlite3.Connection, timeout_s: float) -> str:
         delay = min(delay * 2, 0.1)
 
 
+def explain(e: BaseException, path: Path) -> str:
+    """SQLite's message, with the cause said plainly when the disk is full: SQLite reports a
+    failed write on a full disk as "database or disk is full" or just "disk I/O error"."""
+    text = str(e)
+    if "disk is full" in text or "disk I/O error" in text:
+        try:
+            st = os.statvfs(path.parent)
+            free = st.f_bavail * st.f_frsize
+        except OSError:
+            free = -1
+        if "disk is full" in text or 0 <= free < 1 << 20:
+            return f"{text}: the disk holding {path.parent} is full ({max(free, 0) // 1024} KiB free)"
+    if "readonly database" in text:
+        return f"{text}: {path} is on a read-only file system or not writable"
+    return text
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """``path`` for reading only (a read-only ``HERMES_HOME``): ``mode=ro``, or ``immutable``
+    when SQLite cannot even create its shared-memory file next to a WAL database."""
+    from urllib.parse import quote
+
+    last: Exception | None = None
+    for flags in ("mode=ro", "immutable=1"):
+        try:
+            c = sqlite3.connect(f"file:{quote(str(path))}?{flags}", uri=True, isolation_level=None,
+                                check_same_thread=False)
+            applied = _applied(c)
+        except sqlite3.Error as e:
+            last = e
+            continue
+        _refuse_newer(path, applied)
+        if len(applied) < len(MIGRATIONS):
+            c.close()
+            raise StoreError(f"{path} needs an upgrade, but it is read-only",
+                             hint="open it once with write access to upgrade it")
+        return c
+    raise StoreError(f"cannot open {path} read-only: {last}", hint=_HINT_PERM)
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
 def open_db(path: Path, *, timeout_s: float = 10.0) -> sqlite3.Connection:
-    """Open, check and migrate ``path``; every failure is a ``StoreError`` naming the path."""
+    """Open, check and migrate ``path``; every failure is a ``StoreError`` naming the path.
+
+    A database that exists but cannot be written (read-only ``HERMES_HOME``, read-only
+    mount) is opened read-only: listing and showing sessions work, writing fails with an
+    error that says why."""
     if not path.exists():
         _create(path)
+    elif not _writable(path):
+        return _open_readonly(path)
     try:
         c = sqlite3.connect(
             str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False
@@ -137,4 +187,4 @@ def open_db(path: Path, *, timeout_s: float = 10.0) -> sqlite3.Connection:
         raise
     except sqlite3.Error as e:
         c.close()
-        raise StoreError(f"cannot open {path}: {e}", hint=_HINT_PERM) from None
+        raise StoreError(f"cannot open {path}: {explain(e, path)}", hint=_HINT_PERM) from None

@@ -99,7 +99,7 @@ def test_run_command_timeout_kills_background_children(ws: Path) -> None:
 def test_a_stuck_tool_does_not_stop_the_gateway_turn(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ws)
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-ds-bounded-000111222333")
-    box = lambda: load_toolbox(ToolContext(search_timeout_s=1.0), plugins=False)  # noqa: E731
+    box = lambda: load_toolbox(ToolContext(search_timeout_s=1.0), plugins=False)
     with hostile(tool_then_answer("search_files", pattern="(a|aa)+$", regex=True)) as upstream, \
             gateway(tmp_path / "gw", Config(allowed_base_urls=(upstream.root,)), toolbox=box) as base, \
             httpx.Client(base_url=base, timeout=30) as c:
