@@ -93,8 +93,10 @@ def test_read_only_home_is_a_clear_error(tmp_path):
 
 def test_a_tool_returning_10_mb_is_cut_with_a_note(tmp_path):
     big = Tool(ToolSpec("big"), lambda args, ctx: "x" * 10_000_000)
-    box = Toolbox([*builtin_tools(), big])
     from hermes.messages import ToolCall
+    from hermes.tools import ToolContext
+
+    box = Toolbox([*builtin_tools(), big], ToolContext(cwd=tmp_path))
 
     r = box.execute(ToolCall("c1", "big", "{}"))
     assert len(r.content) < MAX_OUTPUT + 200 and "output truncated: 10,000,000 characters" in r.content
