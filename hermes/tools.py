@@ -89,6 +89,9 @@ def _search_files(args: Mapping[str, Any], ctx: ToolContext) -> str:
     budget = Budget(seconds=ctx.search_timeout_s)
     hits: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
+        if budget.remaining() <= 0:  # a tree of many empty directories costs time too
+            budget.spent = "time"
+            return "\n".join([*hits, budget.note()])
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__"))
         for name in sorted(filenames):
             f = Path(dirpath) / name
@@ -98,7 +101,9 @@ def _search_files(args: Mapping[str, Any], ctx: ToolContext) -> str:
                     continue  # symlinks (they may lead out), FIFOs, devices, sockets
                 if not budget.take(st.st_size):
                     return "\n".join([*hits, budget.note()])
-                data, _ = read_regular(f, budget.per_file)
+                data, size = read_regular(f, budget.per_file)
+                if size > len(data):  # cut at a line end, not inside a UTF-8 character
+                    data = data[: data.rfind(b"\n") + 1]
                 text = data.decode("utf-8", "strict")
             except (UnicodeDecodeError, OSError):
                 continue

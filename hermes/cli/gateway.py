@@ -26,7 +26,8 @@ __all__ = ["gateway"]
 @click.option("--body-timeout", default=30.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds a request body has to arrive (408 after).")
 @click.option("--max-connections", default=1024, show_default=True, type=click.IntRange(1),
-              help="Open connections at once; more are closed on arrival.")
+              help="Open connections at once; a new one beyond evicts the longest-waiting "
+                   "connection that has not sent its headers yet.")
 @click.option("--allow-base-url", "allow_base_urls", multiple=True, metavar="URL",
               help="A base URL clients may point a session at, besides each route's default "
                    "(repeatable; adds to [gateway] allowed_base_urls). The route's key is sent there.")
@@ -49,8 +50,12 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
 
     \b
     hermes gateway --port 8642
-    curl -s localhost:8642/v1/sessions -d '{"provider":"deepseek","model":"deepseek-v4"}'
-    curl -s localhost:8642/v1/sessions/ID/messages -d '{"content":"hi"}'
+    curl -s localhost:8642/v1/sessions --json '{"provider":"deepseek","model":"deepseek-v4"}'
+    curl -s localhost:8642/v1/sessions/ID/messages --json '{"content":"hi"}'
+
+    \b
+    Only the route's default base URL, or one allowed with --allow-base-url, can be
+    named by a client; tools stay in the working directory (see docs/security.md).
     """
     from ..config import load_config
     from ..errors import ConfigError, HermesError
