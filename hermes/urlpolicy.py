@@ -32,13 +32,8 @@ def check_base_url(url: str) -> None:
     if any(ord(ch) < 0x21 or ord(ch) == 0x7F or ch == "\\" for ch in url):
         raise RouteError("a base URL must not contain spaces, control characters or backslashes",
                          hint="check the value of --base-url / base_url")
-    rest = url.split("://", 1)[1] if "://" in url else url
-    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    try:
-        netloc = urlsplit(url if "://" in url else f"http://{url}").netloc
-    except ValueError:
-        netloc = authority
-    if "@" in authority or "@" in netloc:
+    head = url.split("?", 1)[0].split("#", 1)[0]
+    if "@" in head:  # wherever parsers put the authority, no "@" means no user:password@ part
         raise RouteError("a base URL must not carry a user name or password (user:password@host)",
                          hint="give keys with --api-key or the provider's environment variable; "
                               "the URL was not stored")
