@@ -52,6 +52,8 @@ class Hostile:
     def __init__(self, script: Script | None = None) -> None:
         self.script: Script = script or (lambda body: answer("hello from the hostile server"))
         self.requests: list[dict[str, Any]] = []
+        self.pages: dict[str, str] = {}
+        """HTML served on GET (a hostile web page)."""
         hostile = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -59,6 +61,9 @@ class Hostile:
                 pass
 
             def do_GET(self) -> None:
+                if self.path in hostile.pages:
+                    self._send(200, hostile.pages[self.path].encode(), "text/html")
+                    return
                 self._reply({"object": "list", "data": []})
 
             def do_POST(self) -> None:

@@ -8,11 +8,14 @@ created sessions.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import httpx
-from _harness import gateway
+import pytest
+from _harness import gateway, hostile
 
 
 def _count(home: Path) -> int:
@@ -61,3 +64,33 @@ def test_configured_hosts_and_origins_are_accepted(tmp_path: Path) -> None:
         r = c.post("/v1/sessions", json={"provider": "deepseek", "model": "m"},
                    headers={"origin": "https://chat.example.attacker.example"})
         assert r.status_code == 403
+
+
+PAGE = """<html><body><script>
+(async () => {
+  const out = [];
+  const body = JSON.stringify({provider: "deepseek", model: "deepseek-v4", title: "from a web page"});
+  for (const [type, mode] of [["text/plain", "no-cors"], ["application/x-www-form-urlencoded", "no-cors"],
+                              ["application/json", "cors"]]) {
+    try { await fetch("GATEWAY/v1/sessions", {method: "POST", mode, headers: {"content-type": type}, body});
+          out.push("sent"); }
+    catch (e) { out.push("blocked"); }
+  }
+  document.body.innerText = "result:" + out.join(",");
+})();
+</script></body></html>"""
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium")
+def test_a_real_browser_page_cannot_create_sessions(tmp_path: Path) -> None:
+    """The cross-site attack in a real browser: a page on another origin fires blind POSTs at
+    the tokenless loopback gateway (``no-cors`` text/plain and form bodies need no preflight)."""
+    home = tmp_path / "h"
+    with gateway(home) as base, hostile() as site:
+        site.pages["/attack"] = PAGE.replace("GATEWAY", base)
+        r = subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                            f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000",
+                            "--dump-dom", site.root + "/attack"], capture_output=True, text=True, timeout=120)
+        dom = r.stdout
+    assert "result:sent,sent,blocked" in dom, dom[-500:]  # the two blind POSTs left the browser
+    assert _count(home) == 0
