@@ -24,9 +24,10 @@ from typing import Any, Literal
 import orjson
 
 from .history import open_loop_start, window
-from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall, blob_hash
+from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall, ToolResult, blob_hash
 from .resolve import Resolved
 from .routes import Route, deep_merge
+from .toolids import id_map
 
 __all__ = [
     "GEMINI_SKIP_SIGNATURE",
@@ -212,6 +213,10 @@ def plan_replay(
             planned.append(cache.get(m, key, lambda m=m, i=index, loop=in_loop: planner(i, m, target, learned, loop)))
     if cache is not None:
         cache.last_plan = (prefix_key, list(msgs), loop_start, list(planned))
+    if route.tool_ids != "any":
+        mapping = id_map(route.tool_ids, _tool_ids(msgs))
+        if mapping:
+            planned = [_remap_ids(pm, mapping, cache) for pm in planned]
     notes: list[str] = []
     thinking = settings.thinking
     if thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
@@ -225,6 +230,33 @@ def plan_replay(
     if not thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
         planned = [_without_reasoning(p) for p in planned]
     return ReplayPlan(target, tuple(planned), _request_fields(route, settings, thinking), thinking, tuple(notes))
+
+
+def _part_ids(parts: Sequence[Part]) -> list[str]:
+    return [p.id if isinstance(p, ToolCall) else p.call_id for p in parts if isinstance(p, ToolCall | ToolResult)]
+
+
+def _tool_ids(msgs: Sequence[Message]) -> list[str]:
+    """Every tool-call id of the request, in history order (calls and the results answering them)."""
+    return [i for m in msgs for i in _part_ids(m.parts)]
+
+
+def _remap_ids(pm: PlannedMessage, mapping: Mapping[str, str], cache: BuildCache | None) -> PlannedMessage:
+    """``pm`` with its tool-call ids as the target route accepts them (stored history keeps the
+    originals). The same planned message with the same mapping gives the same object, so the
+    wires' render reuse still sees an unchanged prefix."""
+    hit = tuple(sorted({(i, mapping[i]) for i in _part_ids(pm.parts) if i in mapping}))
+    if not hit:
+        return pm
+
+    def remapped() -> PlannedMessage:
+        parts = tuple(replace(p, id=mapping.get(p.id, p.id)) if isinstance(p, ToolCall)
+                      else replace(p, call_id=mapping.get(p.call_id, p.call_id)) if isinstance(p, ToolResult)
+                      else p for p in pm.parts)
+        sigs = {mapping.get(k, k): v for k, v in pm.tool_signatures.items()}
+        return replace(pm, parts=parts, tool_signatures=sigs)
+
+    return remapped() if cache is None else cache.get(pm, ("tool_ids", hit), remapped)
 
 
 def _without_reasoning(p: PlannedMessage) -> PlannedMessage:
