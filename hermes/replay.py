@@ -58,6 +58,8 @@ class Learned:
     """Carrier fields the route rejected as unknown."""
     suppressed: frozenset[str] = frozenset()
     """``blob_hash`` of signed blobs the route rejected."""
+    echo: bool = False
+    """The route refused a tool turn without ``reasoning_content``: treat it as must-echo."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +300,8 @@ def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_lo
     reasoning = [(i, p) for i, p in enumerate(m.parts) if isinstance(p, Reasoning)]
     others = tuple(p for p in m.parts if not isinstance(p, Reasoning))
     carriers = route.carriers - learned.dropped
-    if route.must_echo and "reasoning_content" in route.carriers:
+    must_echo = route.must_echo or learned.echo
+    if must_echo and not route.strict:
         carriers |= {"reasoning_content"}
     decisions: list[Decision] = []
     if route.strict:
@@ -311,7 +314,7 @@ def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_lo
     if text and text_fields:
         for f in text_fields:
             fields[f] = text
-    elif route.must_echo and "reasoning_content" in carriers:
+    elif must_echo and "reasoning_content" in carriers:
         fields["reasoning_content"] = PAD
         decisions.append(Decision(None, "pad", ("reasoning_content",), f"{route.key} must echo: placeholder {PAD!r}"))
 
