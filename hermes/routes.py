@@ -151,7 +151,9 @@ ROUTES: tuple[Route, ...] = (
     # --- strict schemas: 400/422 on any unknown assistant key --------------------------
     Route("mistral", "openai_chat", "Mistral", hosts=("mistral.ai",), carriers=_NONE, tool_ids="mistral",
           base_url="https://api.mistral.ai/v1", key_env=("MISTRAL_API_KEY",)),
-    Route("groq", "openai_chat", "Groq", hosts=("groq.com",), carriers=_NONE,
+    # Groq with reasoning_format "raw" returns the thinking as <think>…</think> inside content
+    # (pydantic-ai's recorded test_groq_model_thinking_part): split it off like other tag routes
+    Route("groq", "openai_chat", "Groq", hosts=("groq.com",), carriers=_NONE, think_tags=True,
           base_url="https://api.groq.com/openai/v1", key_env=("GROQ_API_KEY",)),
     Route("cerebras", "openai_chat", "Cerebras", hosts=("cerebras.ai",), carriers=_NONE,
           base_url="https://api.cerebras.ai/v1", key_env=("CEREBRAS_API_KEY",)),

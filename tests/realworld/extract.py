@@ -1,0 +1,108 @@
+"""Rebuild tests/realworld/cases/ from pydantic-ai's VCR cassettes (MIT; see SOURCES.md).
+
+Not run by the tests: it documents how the corpus was made. Usage, with a checkout of
+pydantic/pydantic-ai at the commit named in SOURCES.md:
+
+    python tests/realworld/extract.py /path/to/pydantic-ai   # needs PyYAML
+
+For every listed (cassette, interaction i) it keeps the recorded response to request i — the
+whole JSON or the SSE text, exactly as recorded, headers dropped — and, from request i + 1
+(which the real provider accepted), only what the replay check compares: the model and the
+conversation (``messages`` / ``input`` / ``contents``). Everything else (headers, tool schemas,
+usage headers, the answers after i + 1) is cut.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+COMMIT = "4fda38988f2939fa6ea9cdefcf120693e10ef491"
+ROOT = "tests/models/cassettes"
+# (family, route, cassette dir, cassette name, interaction index of the recorded response)
+CASES: list[tuple[str, str, str, str, int]] = [
+    ("anthropic", "anthropic", "test_anthropic", "test_anthropic_tool_with_thinking", 0),
+    ("anthropic", "anthropic", "test_anthropic", "test_anthropic_model_thinking_part", 0),
+    ("anthropic", "anthropic", "test_anthropic", "test_anthropic_model_thinking_part_redacted", 0),
+    ("bedrock", "bedrock", "test_bedrock", "test_bedrock_model_thinking_part_anthropic", 0),
+    ("bedrock", "bedrock", "test_bedrock", "test_bedrock_model_thinking_part_redacted", 0),
+    ("bedrock", "bedrock", "test_bedrock", "test_bedrock_anthropic_tool_with_thinking", 0),
+    ("openai-responses", "openai-responses", "test_openai_responses", "test_openai_responses_thinking_with_tool_calls", 0),
+    ("openai-responses", "openai-responses", "test_openai_responses", "test_openai_responses_model_thinking_part", 0),
+    ("openai-responses", "openai-responses", "test_openai_responses",
+     "test_openai_responses_requires_function_call_status_none", 0),
+    ("openai-responses", "openai-responses", "test_openai_responses", "test_openai_responses_stream", 0),
+    ("openai-responses", "openai-responses", "test_openai_responses", "test_openai_responses_phase_streamed_on_part_start", 0),
+    ("openai-responses", "openai-responses", "test_openai_responses",
+     "test_openai_responses_model_simple_response_with_tool_call", 0),
+    ("openai-responses", "openai-responses", "test_openai_responses", "test_tool_output", 0),
+    ("gemini", "gemini", "test_google", "test_google_model_thinking_part", 0),
+    ("gemini", "gemini", "test_google", "test_google_instructions_only_with_tool_calls", 0),
+    ("gemini", "gemini", "test_google", "test_google_instructions_only_with_tool_calls", 1),
+    ("gemini", "gemini", "test_google", "test_google_streaming_tool_call_thought_signature", 0),
+    ("gemini", "gemini", "test_google", "test_google_text_output_function", 0),
+    ("gemini", "gemini", "test_google", "test_google_prompted_output_with_tools", 0),
+    ("gemini", "gemini", "test_google", "test_google_model_retry", 0),
+    ("openrouter", "openrouter", "test_openrouter", "test_openrouter_google_nested_schema", 0),
+    ("deepseek", "deepseek", "test_deepseek", "test_deepseek_deferred_capability_with_thinking", 0),
+    ("deepseek", "deepseek", "test_deepseek", "test_deepseek_deferred_capability_with_thinking", 1),
+    ("glm", "glm", "test_zai", "test_zai_preserved_thinking_round_trip", 0),
+    ("groq", "groq", "test_groq", "test_groq_model_thinking_part", 0),
+    ("cerebras", "cerebras", "test_cerebras", "test_cerebras_thinking_part_survives_multiturn", 0),
+    ("cerebras", "cerebras", "test_cerebras", "test_cerebras_zai_reasoning_replayed_as_think_tags", 0),
+]
+CONVERSATION = ("messages", "input", "contents")
+
+
+def _request(req: dict[str, Any]) -> dict[str, Any]:
+    body = req.get("parsed_body")
+    if body is None:
+        raw = req.get("body")
+        body = json.loads(raw if isinstance(raw, str) else raw.decode())
+    return body
+
+
+def _model(req: dict[str, Any], body: dict[str, Any]) -> str:
+    if body.get("model"):
+        return str(body["model"])
+    uri = req["uri"]  # Gemini and Bedrock name the model in the URL
+    from urllib.parse import unquote
+
+    tail = unquote(uri.split("/models/")[-1] if "/models/" in uri else uri.split("/model/")[-1])
+    return tail.split(":")[0].split("/")[0]
+
+
+def extract(repo: Path, out: Path) -> int:
+    n = 0
+    for family, route, folder, name, i in CASES:
+        data = yaml.safe_load((repo / ROOT / folder / f"{name}.yaml").read_text())
+        its = data["interactions"]
+        req, resp, nxt = its[i]["request"], its[i]["response"], _request(its[i + 1]["request"])
+        first = _request(req)
+        case: dict[str, Any] = {
+            "id": f"{family}/{name.removeprefix('test_')}" + (f"@{i}" if i else ""),
+            "source": {"repo": "pydantic/pydantic-ai", "commit": COMMIT, "licence": "MIT",
+                       "path": f"{ROOT}/{folder}/{name}.yaml", "interactions": [i, i + 1]},
+            "family": family, "route": route, "model": _model(req, first),
+            "host": req["uri"].split("/")[2],
+        }
+        if "parsed_body" in resp:
+            case["response"] = resp["parsed_body"]
+        else:
+            body = resp["body"]["string"]
+            case["sse"] = body if isinstance(body, str) else body.decode()
+        key = next(k for k in CONVERSATION if k in nxt)
+        case["next_request"] = {key: nxt[key]}
+        dest = out / family / f"{name.removeprefix('test_')}{f'@{i}' if i else ''}.json"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(json.dumps(case, indent=1, ensure_ascii=False) + "\n")
+        n += 1
+    return n
+
+
+if __name__ == "__main__":
+    print(extract(Path(sys.argv[1]), Path(__file__).parent / "cases"), "cases written")
