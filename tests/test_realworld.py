@@ -58,8 +58,6 @@ DIFFERENCES: Mapping[str, str] = {
     "groq/groq_model_thinking_part": (
         "visible text after </think> is sent without its leading blank lines (the think-tag split drops "
         "them); the client kept them. Whitespace only; Groq's row sends no reasoning key"),
-    "openai-responses/openai_responses_model_thinking_part": _SUMMARY,
-    "openai-responses/openai_responses_thinking_with_tool_calls": _SUMMARY,
     "openai-responses/openai_responses_phase_streamed_on_part_start": (
         "the recorded request's message text has straight quotes where the stream (deltas and done "
         "events alike) has curly ones: an artefact of the recording; Hermes sends what was streamed"),
@@ -69,11 +67,59 @@ DIFFERENCES: Mapping[str, str] = {
     "openai-responses/tool_output": (
         "the client sent an empty assistant message before the function call; Hermes sends no empty "
         "message (nothing to carry)"),
+    "kimi/avian-kimi_thinking-streaming": (
+        "the model's visible content was three spaces; the client sent one. Hermes sends what the model "
+        "produced; whitespace-only content carries nothing"),
+    "llamacpp/llama-cpp-gpt-oss_thinking": (
+        "Hermes sends the text as reasoning_content and reasoning (llama.cpp reads the first, vLLM and "
+        "Ollama the second, and each ignores the other); the client sent only reasoning_content"),
+    "llamacpp/llama-cpp-gpt-oss_thinking-streaming": (
+        "as above: reasoning_content and reasoning with the same text, where the client sent one"),
+    "vercel/gpt-5_thinking": (
+        "the client dropped the `id` from the reasoning.summary entry and sent only reasoning_details; "
+        "Hermes sends both entries exactly as returned (id included, encrypted data byte-identical) and "
+        "the readable text also as reasoning_content / reasoning"),
+    "vercel/gpt-5_thinking-streaming": "as for vercel/gpt-5_thinking, streamed",
+    "vercel/gemini-3-pro-preview_thinking": (
+        "the whole response carried only a reasoning.text entry; the client invented an empty "
+        "reasoning.encrypted entry (no data) to go with it. Hermes sends the entry as returned"),
+    "vercel/gemini-3-pro-preview_thinking-streaming": (
+        "the client sent only the reasoning.encrypted entry (signature byte-identical to ours) and dropped "
+        "the reasoning.text entry that shares its index 0; Hermes sends both as returned"),
 }
 
 
+def explain(family: str, got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> str | None:
+    """Why a difference is harmless, for the kinds that recur across cases — checked exactly, so
+    anything else in the turn still has to match."""
+    if family not in ("openai-responses", "anthropic", "bedrock", "gemini") and len(got) == len(want) == 3 \
+            and got[0] == want[0] and got[2] == want[2]:
+        ours, theirs = dict(got[1][1]), dict(want[1][1])
+        extra = set(ours) - set(theirs)
+        if all(ours[k] == v for k, v in theirs.items()) and extra <= {"reasoning_content", "reasoning"}:
+            texts = {ours[k] for k in extra} | {theirs[k] for k in ("reasoning", "reasoning_content") if k in theirs}
+            details = json.loads(ours.get("reasoning_details", "[]"))
+            readable = "".join(d.get("text") or d.get("summary") or "" for d in details)
+            if len(texts) == 1 and (len(texts | {v for k, v in theirs.items() if k != "reasoning_details"}) == 1
+                                    or json.loads(next(iter(texts))) == readable):
+                return ("the gateway row also sends the readable text as reasoning_content / reasoning (OpenRouter "
+                        "ignores keys it does not read); reasoning_details, which the upstream verifies, is "
+                        "byte-identical")
+    if family == "openai-responses":
+        if [g for g in got if g[0] != "reasoning"] == want and any(g[0] == "reasoning" for g in got):
+            return ("the client (stateful, previous_response_id) sent no reasoning items; Hermes sends the "
+                    "items the provider returned, id and encrypted_content byte-identical, which the API "
+                    "accepts (see the pydantic-ai cases)")
+        if len(got) == len(want) and all(
+                g == w or (g[0] == w[0] == "reasoning" and g[:3] == w[:3] and g[3] == ("\n\n".join(w[3]),)[:len(g[3])])
+                for g, w in zip(got, want, strict=True)):
+            return _SUMMARY
+    return None
+
+
 def target(case: Mapping[str, Any]) -> Resolved:
-    return resolve(case["route"], None, case["model"])
+    """The row the recording's provider has, pointed at the host it was recorded from."""
+    return resolve(case["route"], f"https://{case['host']}/v1", case["model"])
 
 
 def decode(case: Mapping[str, Any], r: Resolved) -> Response:
@@ -106,7 +152,9 @@ def returned_items(case: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The reasoning items the provider returned, read straight from the recording."""
     fam, resp = case["family"], case.get("response")
     items: list[tuple[str, Any]] = []
-    if fam == "anthropic":
+    if fam == "anthropic" and resp is None:
+        items += _anthropic_stream(case["sse"])
+    elif fam == "anthropic":
         for b in resp["content"]:
             if b["type"] == "thinking":
                 items.append(("anthropic.signature", (b["thinking"], b["signature"])))
@@ -137,7 +185,7 @@ def returned_items(case: Mapping[str, Any]) -> list[tuple[str, Any]]:
                 if part.get("thought") and part.get("text"):
                     items.append(("gemini.thought", part["text"]))
     else:  # chat completions
-        msg = resp["choices"][0]["message"]
+        msg = resp["choices"][0]["message"] if resp else _chat_stream(case["sse"])
         for key in ("reasoning_content", "reasoning"):
             if msg.get(key):
                 items.append(("chat.text", msg[key]))
@@ -148,6 +196,46 @@ def returned_items(case: Mapping[str, Any]) -> list[tuple[str, Any]]:
         if isinstance(content, str) and content.lstrip().startswith("<think>"):
             items.append(("chat.think", content.lstrip()[7:].split("</think>")[0]))
     return items
+
+
+def _anthropic_stream(text: str) -> list[tuple[str, Any]]:
+    """Thinking blocks as the SDK's accumulator builds them: text deltas join, the signature is set."""
+    blocks: dict[int, dict[str, Any]] = {}
+    for ev in _sse_objects(text):
+        if ev.get("type") == "content_block_start":
+            blocks[ev["index"]] = dict(ev["content_block"])
+        elif ev.get("type") == "content_block_delta":
+            b, d = blocks[ev["index"]], ev["delta"]
+            if d["type"] == "thinking_delta":
+                b["thinking"] += d["thinking"]
+            elif d["type"] == "signature_delta":
+                b["signature"] = d["signature"]
+    return [("anthropic.signature", (b["thinking"], b["signature"])) if b["type"] == "thinking"
+            else ("anthropic.redacted", ("", b["data"]))
+            for _, b in sorted(blocks.items()) if b["type"] in ("thinking", "redacted_thinking")]
+
+
+def _chat_stream(text: str) -> dict[str, Any]:
+    """The message a chat stream adds up to: text fields join; ``reasoning_details`` fragments
+    join within one (index, type), other keys keep the latest non-empty value."""
+    msg: dict[str, Any] = {}
+    details: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for chunk in _sse_objects(text):
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            for key in ("reasoning_content", "reasoning", "content"):
+                if isinstance(delta.get(key), str):
+                    msg[key] = msg.get(key, "") + delta[key]
+            for frag in delta.get("reasoning_details") or []:
+                cur = details.setdefault((frag.get("index"), frag.get("type")), {})
+                for k, v in frag.items():
+                    if k in ("text", "summary") and isinstance(v, str):
+                        cur[k] = cur.get(k, "") + v
+                    elif v not in (None, "") or k not in cur:
+                        cur[k] = v
+    if details:
+        msg["reasoning_details"] = list(details.values())
+    return msg
 
 
 def stored_holds(items: list[tuple[str, Any]], turn: Message) -> list[str]:
@@ -280,7 +368,7 @@ def test_corpus_covers_the_provider_families() -> None:
     per = Counter(c["family"] for c in CASES)
     print("real-world corpus:", dict(sorted(per.items())), f"({len(CASES)} cases)")
     assert len(CASES) >= 25 and len(per) >= 8
-    assert all(c["source"]["licence"] == "MIT" and c["source"]["path"] for c in CASES)
+    assert all(c["source"]["licence"] in ("MIT", "Apache-2.0") and c["source"]["path"] for c in CASES)
     assert set(DIFFERENCES) <= {c["id"] for c in CASES}, "a listed difference names no case"
 
 
@@ -305,5 +393,5 @@ def test_next_request_carries_the_turn_as_the_real_client_did(case: dict[str, An
     got = assistant_turn(case["family"], ours[key], call_id)
     if case["id"] in DIFFERENCES:
         assert got != want, f"{case['id']}: the listed difference is gone; remove it from DIFFERENCES"
-    else:
-        assert got == want
+    elif got != want:
+        assert explain(case["family"], got, want), f"{case['id']}: unexplained difference"

@@ -1,9 +1,10 @@
-"""Rebuild tests/realworld/cases/ from pydantic-ai's VCR cassettes (MIT; see SOURCES.md).
+"""Rebuild tests/realworld/cases/ from public VCR cassettes (licences in SOURCES.md).
 
-Not run by the tests: it documents how the corpus was made. Usage, with a checkout of
-pydantic/pydantic-ai at the commit named in SOURCES.md:
+Not run by the tests: it documents how the corpus was made. Usage, with checkouts of
+pydantic/pydantic-ai (MIT) and charmbracelet/fantasy (Apache-2.0) at the commits named in
+SOURCES.md:
 
-    python tests/realworld/extract.py /path/to/pydantic-ai   # needs PyYAML
+    python tests/realworld/extract.py /path/to/pydantic-ai /path/to/fantasy   # needs PyYAML
 
 For every listed (cassette, interaction i) it keeps the recorded response to request i — the
 whole JSON or the SSE text, exactly as recorded, headers dropped — and, from request i + 1
@@ -57,6 +58,29 @@ CASES: list[tuple[str, str, str, str, int]] = [
 ]
 CONVERSATION = ("messages", "input", "contents")
 
+FANTASY_COMMIT = "f6d4d1e3022229bd6e77717416336bf50e1693ad"
+FANTASY_ROOT = "providertests/testdata"
+# (family, route, cassette path under FANTASY_ROOT, interaction index); both JSON and SSE runs
+FANTASY: list[tuple[str, str, str, int]] = [
+    (fam, route, f"{d}/{kind}.yaml", 0)
+    for fam, route, d in (
+        ("vercel", "vercel", "TestVercelThinking/gpt-5"),
+        ("vercel", "vercel", "TestVercelThinking/gemini-3-pro-preview"),
+        ("vercel", "vercel", "TestVercelThinking/claude-sonnet-4"),
+        ("vercel", "vercel", "TestVercelThinking/claude-sonnet-4-sig"),
+        ("openrouter", "openrouter", "TestOpenRouterThinking/anthropic"),
+        ("anthropic", "anthropic", "TestAnthropicThinking/claude-sonnet-4"),
+        ("gemini", "gemini", "TestGoogleThinking/gemini-3-pro-preview"),
+        ("gemini", "gemini", "TestGoogleThinking/gemini-2.5-pro"),
+        ("openai-responses", "openai-responses", "TestOpenAIResponsesWithSummaryThinking/openai-gpt-5"),
+        ("openai-responses", "openai-responses", "TestOpenAIResponsesWithSummaryThinking/openai-o4-mini"),
+        ("glm", "glm", "TestOpenAICompatibleThinking/zai-glm-4-7-flash"),
+        ("xai", "xai", "TestOpenAICompatibleThinking/xai-grok-3-mini"),
+        ("llamacpp", "llamacpp", "TestOpenAICompatibleThinking/llama-cpp-gpt-oss"),
+    )
+    for kind in ("thinking", "thinking-streaming")
+] + [("kimi", "generic", "TestOpenAICompatibleThinking/avian-kimi/thinking-streaming.yaml", 0)]
+
 
 def _request(req: dict[str, Any]) -> dict[str, Any]:
     body = req.get("parsed_body")
@@ -104,5 +128,35 @@ def extract(repo: Path, out: Path) -> int:
     return n
 
 
+def extract_fantasy(repo: Path, out: Path) -> int:
+    """charmbracelet/fantasy keeps go-vcr v2 cassettes: bodies are raw strings, the URL is ``url``."""
+    n = 0
+    for family, route, path, i in FANTASY:
+        its = yaml.safe_load((repo / FANTASY_ROOT / path).read_text())["interactions"]
+        req, resp = its[i]["request"], its[i]["response"]
+        first, nxt = json.loads(req["body"]), json.loads(its[i + 1]["request"]["body"])
+        name = path.removesuffix(".yaml").split("/", 1)[1].replace("/", "_")
+        case: dict[str, Any] = {
+            "id": f"{family}/{name}",
+            "source": {"repo": "charmbracelet/fantasy", "commit": FANTASY_COMMIT, "licence": "Apache-2.0",
+                       "path": f"{FANTASY_ROOT}/{path}", "interactions": [i, i + 1]},
+            "family": family, "route": route, "model": _model({"uri": req["url"]}, first),
+            "host": req["url"].split("/")[2],
+        }
+        body = resp["body"]
+        if body.lstrip().startswith(("data:", "event:", ":")):
+            case["sse"] = body
+        else:
+            case["response"] = json.loads(body)
+        key = next(k for k in CONVERSATION if k in nxt)
+        case["next_request"] = {key: nxt[key]}
+        dest = out / family / f"{name}.json"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(json.dumps(case, indent=1, ensure_ascii=False) + "\n")
+        n += 1
+    return n
+
+
 if __name__ == "__main__":
-    print(extract(Path(sys.argv[1]), Path(__file__).parent / "cases"), "cases written")
+    cases = Path(__file__).parent / "cases"
+    print(extract(Path(sys.argv[1]), cases) + extract_fantasy(Path(sys.argv[2]), cases), "cases written")
