@@ -107,9 +107,9 @@ def explain(family: str, got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]
                         "byte-identical")
     if family == "openai-responses":
         if [g for g in got if g[0] != "reasoning"] == want and any(g[0] == "reasoning" for g in got):
-            return ("the client (stateful, previous_response_id) sent no reasoning items; Hermes sends the "
-                    "items the provider returned, id and encrypted_content byte-identical, which the API "
-                    "accepts (see the pydantic-ai cases)")
+            return ("the client dropped the reasoning items (the API allows that, the model then loses its "
+                    "reasoning); Hermes sends the items the provider returned, id and encrypted_content "
+                    "byte-identical, which the API accepts (the pydantic-ai cases show it)")
         if len(got) == len(want) and all(
                 g == w or (g[0] == w[0] == "reasoning" and g[:3] == w[:3] and g[3] == ("\n\n".join(w[3]),)[:len(g[3])])
                 for g, w in zip(got, want, strict=True)):

@@ -96,8 +96,9 @@ def _model(req: dict[str, Any], body: dict[str, Any]) -> str:
     uri = req["uri"]  # Gemini and Bedrock name the model in the URL
     from urllib.parse import unquote
 
-    tail = unquote(uri.split("/models/")[-1] if "/models/" in uri else uri.split("/model/")[-1])
-    return tail.split(":")[0].split("/")[0]
+    if "/model/" in uri:  # Bedrock: /model/<id, may contain ':'>/converse
+        return unquote(uri.split("/model/")[1].split("/")[0])
+    return uri.split("/models/")[1].split(":")[0].split("/")[0]  # Gemini: /models/<id>:<verb>
 
 
 def extract(repo: Path, out: Path) -> int:
