@@ -1,4 +1,5 @@
-"""``hermes replay``: a dry run of what the next request to a route would carry, and why."""
+"""``hermes replay``: a dry run of what the next request to a route would carry, and why —
+learned rejections included, so it shows the exact fields the next request sends."""
 
 from __future__ import annotations
 
@@ -106,8 +107,10 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     """Show what the next request to a route would carry from a history, part by part.
 
     SOURCE is a JSONL history in the documented form (`hermes sessions export` writes one)
-    or a session id (then the target defaults to the route the session last used). Nothing is
-    sent and nothing is written.
+    or a session id (then the target defaults to the route the session last used). The plan
+    applies what earlier rejections taught about the target (the session's lessons and the
+    global ledger), exactly as the next real request would. Nothing is sent and nothing is
+    written.
     """
     from ..replay import Settings, plan_replay
 
