@@ -27,7 +27,7 @@ from .history import open_loop_start, window
 from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall, ToolResult, blob_hash
 from .resolve import Resolved
 from .routes import Route, deep_merge
-from .toolids import id_map
+from .toolids import id_map, valid
 
 __all__ = [
     "GEMINI_SKIP_SIGNATURE",
@@ -139,7 +139,7 @@ class BuildCache:
     shared between requests: treat plans and rendered bodies as read-only.
     """
 
-    __slots__ = ("_entries", "last_plan", "last_render", "last_window")
+    __slots__ = ("_entries", "last_ids", "last_plan", "last_render", "last_window")
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[object, object, Any]] = {}
@@ -149,6 +149,9 @@ class BuildCache:
         """(history, window start) of the previous plan: only a grown tail is scanned again."""
         self.last_render: tuple[object, Sequence[PlannedMessage], Any] | None = None
         """(key, planned, rendered chunks) of the previous render, for the wire's own reuse."""
+        self.last_ids: tuple[str, list[Message], list[str], bool] | None = None
+        """(id rule, messages, their tool-call ids, all valid) of the previous request: a grown
+        history scans only its new messages for ids the route would refuse."""
 
     def get(self, obj: object, key: object, compute: Any) -> Any:
         e = self._entries.get(id(obj))
@@ -216,7 +219,7 @@ def plan_replay(
     if cache is not None:
         cache.last_plan = (prefix_key, list(msgs), loop_start, list(planned))
     if route.tool_ids != "any":
-        mapping = id_map(route.tool_ids, _tool_ids(msgs))
+        mapping = _request_id_map(msgs, route.tool_ids, cache)
         if mapping:
             planned = [_remap_ids(pm, mapping, cache) for pm in planned]
     notes: list[str] = []
@@ -235,12 +238,33 @@ def plan_replay(
 
 
 def _part_ids(parts: Sequence[Part]) -> list[str]:
-    return [p.id if isinstance(p, ToolCall) else p.call_id for p in parts if isinstance(p, ToolCall | ToolResult)]
+    out: list[str] = []
+    for p in parts:  # ``kind`` compares cheaper than isinstance over a union, on every request
+        k = p.kind
+        if k == "tool_call":
+            out.append(p.id)  # type: ignore[union-attr]
+        elif k == "tool_result":
+            out.append(p.call_id)  # type: ignore[union-attr]
+    return out
 
 
 def _tool_ids(msgs: Sequence[Message]) -> list[str]:
     """Every tool-call id of the request, in history order (calls and the results answering them)."""
     return [i for m in msgs for i in _part_ids(m.parts)]
+
+
+def _request_id_map(msgs: Sequence[Message], rule: str, cache: BuildCache | None) -> dict[str, str]:
+    """original → wire id for the ids of this request that ``rule`` refuses (usually none)."""
+    prev = cache.last_ids if cache is not None else None
+    if prev is not None and prev[0] == rule and common_prefix(prev[1], msgs) == len(prev[1]):
+        fresh = _tool_ids(msgs[len(prev[1]):])
+        ids, all_valid = prev[2] + fresh, prev[3] and all(valid(rule, i) for i in fresh)
+    else:
+        ids = _tool_ids(msgs)
+        all_valid = all(valid(rule, i) for i in ids)
+    if cache is not None:
+        cache.last_ids = (rule, list(msgs), ids, all_valid)
+    return {} if all_valid else id_map(rule, ids)
 
 
 def _remap_ids(pm: PlannedMessage, mapping: Mapping[str, str], cache: BuildCache | None) -> PlannedMessage:
