@@ -120,13 +120,17 @@ def extract(repo: Path, out: Path) -> int:
         else:
             body = resp["body"]["string"]
             case["sse"] = body if isinstance(body, str) else body.decode()
-        key = next(k for k in CONVERSATION if k in nxt)
-        case["next_request"] = {key: nxt[key]}
-        dest = out / family / f"{name.removeprefix('test_')}{f'@{i}' if i else ''}.json"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(json.dumps(case, indent=1, ensure_ascii=False) + "\n")
+        _write(case, nxt, out / family / f"{name.removeprefix('test_')}{f'@{i}' if i else ''}.json")
         n += 1
     return n
+
+
+def _write(case: dict[str, Any], nxt: dict[str, Any], dest: Path) -> None:
+    """Keep only the next request's conversation, and write the case."""
+    key = next(k for k in CONVERSATION if k in nxt)
+    case["next_request"] = {key: nxt[key]}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(case, indent=1, ensure_ascii=False) + "\n")
 
 
 def extract_fantasy(repo: Path, out: Path) -> int:
@@ -149,11 +153,7 @@ def extract_fantasy(repo: Path, out: Path) -> int:
             case["sse"] = body
         else:
             case["response"] = json.loads(body)
-        key = next(k for k in CONVERSATION if k in nxt)
-        case["next_request"] = {key: nxt[key]}
-        dest = out / family / f"{name}.json"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(json.dumps(case, indent=1, ensure_ascii=False) + "\n")
+        _write(case, nxt, out / family / f"{name}.json")
         n += 1
     return n
 
