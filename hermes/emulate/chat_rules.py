@@ -157,8 +157,10 @@ FACTS: dict[str, Facts] = {
                      notes="returns plain content, no reasoning key (thinking chunks not emulated)"),
     "groq": Facts((R,), frozenset(), ("qwen/qwen3-32b", "openai/gpt-oss-120b"), strict=True, errors="groq",
                   top_extra=_GROQ_TOP),
-    "cerebras": Facts((R,), frozenset(), ("gpt-oss-120b", "zai-glm-4.7"), strict=True, errors="cerebras",
-                      top_extra=_GROQ_TOP | {"disable_reasoning"}),
+    "cerebras": Facts((R,), frozenset({R}), ("gpt-oss-120b", "zai-glm-4.7"), strict=True, errors="cerebras",
+                      top_extra=_GROQ_TOP | {"disable_reasoning"},
+                      notes="takes `reasoning` back on assistant messages: a recorded gpt-oss-120b request "
+                            "carrying it was accepted (pydantic-ai test_cerebras_thinking_part_survives_multiturn)"),
     "sambanova": Facts((THINK,), frozenset(), ("DeepSeek-R1-0528", "DeepSeek-V3.1"), strict=True,
                        notes="strictness text unconfirmed: OpenAI wording"),
     "hunyuan": Facts((RC,), frozenset(), ("hunyuan-t1-latest", "hunyuan-a13b"), strict=True,
