@@ -123,7 +123,8 @@ class Reasoning:
     item_id: str | None = None
     native: NativeRecord | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-    """Round-trips untouched; no adapter reads it."""
+    """Round-trips untouched. Only the wire that wrote a key reads it back (``openai.summary``:
+    the Responses summary parts as returned); nothing else does."""
     kind: Literal["reasoning"] = field(default="reasoning", init=False)
 
     def __post_init__(self) -> None:

@@ -11,7 +11,9 @@ different field; and nothing in the error asks for *more* ("must be passed back"
 "required", "empty", in several languages). Naming ``reasoning_content`` drops every carrier
 sent; naming ``reasoning``/``reasoning_details`` drops those two; must-echo routes never drop
 ``reasoning_content``. Signature rejections suppress the signed blobs the request carried, by
-content hash. Lessons live per (provider, host, model) in the session's ``model_config`` and in
+content hash. A must-echo refusal ("`reasoning_content` … must be passed back", Kimi's "is missing in
+assistant tool call", also wrapped in a gateway's ``metadata.raw``) teaches the opposite: pad tool
+turns with ``reasoning_content`` from now on. Lessons live per (provider, host, model) in the session's ``model_config`` and in
 the global capability ledger; stored history is never modified. See docs/rejections.md.
 """
 
@@ -47,6 +49,7 @@ CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
 SESSION_KEY = "reasoning_rejections"
 KIND_DROPPED = "rejected_carriers"
 KIND_SUPPRESSED = "suppressed_blobs"
+KIND_ECHO = "must_echo"
 _NOT_SHAPE = frozenset({401, 402, 403, 407, 408, 413, 429})
 """4xx statuses that are about auth, money, size or rate — never about an unknown field."""
 
@@ -77,6 +80,10 @@ _SIGNATURE = re.compile(
     r"|blocks in the latest assistant message cannot be modified",
     re.I,
 )
+_ECHO = re.compile(r"reasoning_content\W{0,3}\s+in the thinking mode must be passed back|reasoning_content\W{0,3}\s+"
+                   r"is missing in assistant tool call|missing\s+\W?reasoning_content", re.I)
+"""A must-echo refusal (DeepSeek / MiMo, Kimi), also when a gateway wraps it in ``metadata.raw``:
+the route wants *more* reasoning back, so it teaches "pad tool turns", never "drop the field"."""
 _BEDROCK_REDACTED = re.compile(r"validationexception.*(?:redacted|encrypt)", re.I | re.S)
 _NOT_SIGNATURE = re.compile(r"expected [`'\"]?thinking[`'\"]? or [`'\"]?redacted_thinking", re.I)
 _LIST_TAIL = re.compile(r"(?:expected one of|must be one of|one of the following|did you mean|allowed (?:keys|fields|"
@@ -141,10 +148,12 @@ class Lesson:
 
     dropped: frozenset[str] = frozenset()
     suppressed: frozenset[str] = frozenset()
+    echo: bool = False
+    """Tool turns must carry ``reasoning_content`` on this (provider, host, model)."""
     evidence: str = ""
 
     def __bool__(self) -> bool:
-        return bool(self.dropped or self.suppressed)
+        return bool(self.dropped or self.suppressed or self.echo)
 
 
 @dataclass(slots=True)
@@ -393,6 +402,12 @@ def classify(status: int, body_text: str, sent_body: Mapping[str, Any], target: 
             carried = {h: k for h, k in carried.items() if k == "anthropic.signature"}
         fresh = frozenset(carried) - already.suppressed
         return Lesson(suppressed=fresh, evidence=_excerpt(body_text)) if fresh else Lesson()
+    if _ECHO.search(body_text):
+        tool_turn = any(isinstance(m, Mapping) and m.get("role") == "assistant" and m.get("tool_calls")
+                        for m in sent_body.get("messages") or [])
+        if tool_turn and not (already.echo or target.route.must_echo):
+            return Lesson(echo=True, evidence=_excerpt(body_text))
+        return Lesson()
     found, opposite = mentions(status, body_text)
     if opposite or not found:
         return Lesson()
@@ -433,6 +448,7 @@ def learned_for(store: Any, session_id: str | None, target: Resolved) -> Learned
     """Session lessons plus the global ledger for (provider, host, model)."""
     dropped: set[str] = set()
     suppressed: set[str] = set()
+    entry: Mapping[str, Any] = {}
     if session_id is not None:
         entry = (store.model_config(session_id).get(SESSION_KEY) or {}).get(route_id(target)) or {}
         dropped |= set(entry.get("dropped", []))
@@ -441,9 +457,10 @@ def learned_for(store: Any, session_id: str | None, target: Resolved) -> Learned
     dropped |= set(caps.get(KIND_DROPPED) or [])
     suppressed |= set(caps.get(KIND_SUPPRESSED) or [])
     dropped &= set(CARRIERS)
-    if target.route.must_echo:
+    echo = bool(entry.get("echo")) or bool(caps.get(KIND_ECHO))
+    if target.route.must_echo or echo:
         dropped.discard("reasoning_content")
-    return Learned(frozenset(dropped), frozenset(suppressed))
+    return Learned(frozenset(dropped), frozenset(suppressed), echo)
 
 
 def remember(store: Any, session_id: str | None, target: Resolved, lesson: Lesson, status: int) -> None:
@@ -454,12 +471,16 @@ def remember(store: Any, session_id: str | None, target: Resolved, lesson: Lesso
         entry = dict(cfg.get(route_id(target)) or {})
         entry["dropped"] = sorted(set(entry.get("dropped", [])) | lesson.dropped)
         entry["suppressed"] = sorted(set(entry.get("suppressed", [])) | lesson.suppressed)
+        if lesson.echo:
+            entry["echo"] = True
         store.patch_model_config(session_id, {SESSION_KEY: {route_id(target): entry}})
     r = target.route.key
     if lesson.dropped:
         store.learn(r, target.host, target.model, KIND_DROPPED, sorted(lesson.dropped), evidence)
     if lesson.suppressed:
         store.learn(r, target.host, target.model, KIND_SUPPRESSED, sorted(lesson.suppressed), evidence)
+    if lesson.echo:
+        store.learn(r, target.host, target.model, KIND_ECHO, True, evidence)
 
 
 def forget(store: Any, provider: str | None = None, host: str | None = None, model: str | None = None,
@@ -498,14 +519,18 @@ def recover(store: Any, session_id: str | None, target: Resolved, err: Any, retr
         return None
     retry.retried = True
     remember(store, session_id, target, lesson, status)
-    what = (f"replayed {', '.join(sorted(lesson.dropped))}" if lesson.dropped
-            else f"{len(lesson.suppressed)} signed reasoning blob(s)")
-    note = (f"{target.model} on {target.route.key} ({target.host}) rejected {what} — "
-            "retrying without it for this model.")
+    if lesson.echo:
+        note = (f"{target.model} on {target.route.key} ({target.host}) wants reasoning_content on every tool "
+                "turn — retrying with it (a placeholder where none was stored) for this model.")
+    else:
+        what = (f"replayed {', '.join(sorted(lesson.dropped))}" if lesson.dropped
+                else f"{len(lesson.suppressed)} signed reasoning blob(s)")
+        note = (f"{target.model} on {target.route.key} ({target.host}) rejected {what} — "
+                "retrying without it for this model.")
     from .logs import log_event
 
     log_event("learned", session=session_id, route=target.route.key, host=target.host, model=target.model,
-              dropped=sorted(lesson.dropped), suppressed=len(lesson.suppressed), status=status,
+              dropped=sorted(lesson.dropped), suppressed=len(lesson.suppressed), echo=lesson.echo, status=status,
               error=lesson.evidence)
     retry.notes.append(note)
     return note

@@ -24,9 +24,10 @@ from typing import Any, Literal
 import orjson
 
 from .history import open_loop_start, window
-from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall, blob_hash
+from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall, ToolResult, blob_hash
 from .resolve import Resolved
 from .routes import Route, deep_merge
+from .toolids import id_map, valid
 
 __all__ = [
     "GEMINI_SKIP_SIGNATURE",
@@ -57,6 +58,8 @@ class Learned:
     """Carrier fields the route rejected as unknown."""
     suppressed: frozenset[str] = frozenset()
     """``blob_hash`` of signed blobs the route rejected."""
+    echo: bool = False
+    """The route refused a tool turn without ``reasoning_content``: treat it as must-echo."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +139,7 @@ class BuildCache:
     shared between requests: treat plans and rendered bodies as read-only.
     """
 
-    __slots__ = ("_entries", "last_plan", "last_render", "last_window")
+    __slots__ = ("_entries", "last_ids", "last_plan", "last_render", "last_window")
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[object, object, Any]] = {}
@@ -146,6 +149,9 @@ class BuildCache:
         """(history, window start) of the previous plan: only a grown tail is scanned again."""
         self.last_render: tuple[object, Sequence[PlannedMessage], Any] | None = None
         """(key, planned, rendered chunks) of the previous render, for the wire's own reuse."""
+        self.last_ids: tuple[str, list[Message], list[str], bool] | None = None
+        """(id rule, messages, their tool-call ids, all valid) of the previous request: a grown
+        history scans only its new messages for ids the route would refuse."""
 
     def get(self, obj: object, key: object, compute: Any) -> Any:
         e = self._entries.get(id(obj))
@@ -212,6 +218,10 @@ def plan_replay(
             planned.append(cache.get(m, key, lambda m=m, i=index, loop=in_loop: planner(i, m, target, learned, loop)))
     if cache is not None:
         cache.last_plan = (prefix_key, list(msgs), loop_start, list(planned))
+    if route.tool_ids != "any":
+        mapping = _request_id_map(msgs, route.tool_ids, cache)
+        if mapping:
+            planned = [_remap_ids(pm, mapping, cache) for pm in planned]
     notes: list[str] = []
     thinking = settings.thinking
     if thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
@@ -225,6 +235,54 @@ def plan_replay(
     if not thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
         planned = [_without_reasoning(p) for p in planned]
     return ReplayPlan(target, tuple(planned), _request_fields(route, settings, thinking), thinking, tuple(notes))
+
+
+def _part_ids(parts: Sequence[Part]) -> list[str]:
+    out: list[str] = []
+    for p in parts:  # ``kind`` compares cheaper than isinstance over a union, on every request
+        k = p.kind
+        if k == "tool_call":
+            out.append(p.id)  # type: ignore[union-attr]
+        elif k == "tool_result":
+            out.append(p.call_id)  # type: ignore[union-attr]
+    return out
+
+
+def _tool_ids(msgs: Sequence[Message]) -> list[str]:
+    """Every tool-call id of the request, in history order (calls and the results answering them)."""
+    return [i for m in msgs for i in _part_ids(m.parts)]
+
+
+def _request_id_map(msgs: Sequence[Message], rule: str, cache: BuildCache | None) -> dict[str, str]:
+    """original → wire id for the ids of this request that ``rule`` refuses (usually none)."""
+    prev = cache.last_ids if cache is not None else None
+    if prev is not None and prev[0] == rule and common_prefix(prev[1], msgs) == len(prev[1]):
+        fresh = _tool_ids(msgs[len(prev[1]):])
+        ids, all_valid = prev[2] + fresh, prev[3] and all(valid(rule, i) for i in fresh)
+    else:
+        ids = _tool_ids(msgs)
+        all_valid = all(valid(rule, i) for i in ids)
+    if cache is not None:
+        cache.last_ids = (rule, list(msgs), ids, all_valid)
+    return {} if all_valid else id_map(rule, ids)
+
+
+def _remap_ids(pm: PlannedMessage, mapping: Mapping[str, str], cache: BuildCache | None) -> PlannedMessage:
+    """``pm`` with its tool-call ids as the target route accepts them (stored history keeps the
+    originals). The same planned message with the same mapping gives the same object, so the
+    wires' render reuse still sees an unchanged prefix."""
+    hit = tuple(sorted({(i, mapping[i]) for i in _part_ids(pm.parts) if i in mapping}))
+    if not hit:
+        return pm
+
+    def remapped() -> PlannedMessage:
+        parts = tuple(replace(p, id=mapping.get(p.id, p.id)) if isinstance(p, ToolCall)
+                      else replace(p, call_id=mapping.get(p.call_id, p.call_id)) if isinstance(p, ToolResult)
+                      else p for p in pm.parts)
+        sigs = {mapping.get(k, k): v for k, v in pm.tool_signatures.items()}
+        return replace(pm, parts=parts, tool_signatures=sigs)
+
+    return remapped() if cache is None else cache.get(pm, ("tool_ids", hit), remapped)
 
 
 def _without_reasoning(p: PlannedMessage) -> PlannedMessage:
@@ -266,7 +324,8 @@ def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_lo
     reasoning = [(i, p) for i, p in enumerate(m.parts) if isinstance(p, Reasoning)]
     others = tuple(p for p in m.parts if not isinstance(p, Reasoning))
     carriers = route.carriers - learned.dropped
-    if route.must_echo and "reasoning_content" in route.carriers:
+    must_echo = route.must_echo or learned.echo
+    if must_echo and not route.strict:
         carriers |= {"reasoning_content"}
     decisions: list[Decision] = []
     if route.strict:
@@ -279,7 +338,7 @@ def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_lo
     if text and text_fields:
         for f in text_fields:
             fields[f] = text
-    elif route.must_echo and "reasoning_content" in carriers:
+    elif must_echo and "reasoning_content" in carriers:
         fields["reasoning_content"] = PAD
         decisions.append(Decision(None, "pad", ("reasoning_content",), f"{route.key} must echo: placeholder {PAD!r}"))
 

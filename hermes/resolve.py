@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigError, RouteError
 from .messages import RouteKey
-from .routes import CARRIERS, NATIVE_FIELDS, ROUTES, WIRES, ModelRule, Route
+from .routes import CARRIERS, NATIVE_FIELDS, ROUTES, TOOL_ID_RULES, WIRES, ModelRule, Route
 from .tomlfile import read_toml
 
 __all__ = ["Resolved", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve"]
@@ -175,15 +175,17 @@ def _fallback(table: Sequence[Route]) -> Route:
 
 # ----------------------------------------------------------------------------- routes.toml
 
-_LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds", "key_env"}
+_LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds", "key_env", "must_echo_models"}
 _BOOL_FIELDS = {"must_echo", "think_tags", "local"}
-_STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope", "effort_field"}
+_STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope", "effort_field",
+               "tool_ids"}
 _CHOICES = {
     "wire": WIRES,
     "auth": ("bearer", "x-api-key", "goog-api-key", "aws", "none"),
     "policy": ("signed", "strip", "unsigned", "fields"),
     "prior_turns": ("all", "loop"),
     "blob_scope": ("model", "provider"),
+    "tool_ids": TOOL_ID_RULES,
 }
 _ALLOWED = _LIST_FIELDS | _BOOL_FIELDS | _STR_FIELDS | {"switches", "model_rules"}
 
@@ -258,7 +260,7 @@ def _field(key: str, name: str, value: Any) -> Any:
             raise ConfigError(f"{where}: unknown native field(s) {sorted(bad)}")
         if name in ("carriers", "native", "blob_kinds"):
             return frozenset(value)
-        return tuple(v.lower() if name in ("providers", "hosts") else v for v in value)
+        return tuple(v.lower() if name in ("providers", "hosts", "must_echo_models") else v for v in value)
     if name == "switches":
         if not isinstance(value, Mapping):
             raise ConfigError(f"{where} must be a table")

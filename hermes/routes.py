@@ -22,6 +22,7 @@ __all__ = [
     "CARRIERS",
     "NATIVE_FIELDS",
     "ROUTES",
+    "TOOL_ID_RULES",
     "WIRES",
     "ModelRule",
     "Route",
@@ -33,6 +34,10 @@ CARRIERS: tuple[str, ...] = ("reasoning_content", "reasoning", "reasoning_detail
 NATIVE_FIELDS: tuple[str, ...] = ("thought_signature", "tool_signatures", "reasoning_opaque", "reasoning_text")
 WIRES: tuple[str, ...] = ("openai_chat", "anthropic", "bedrock", "gemini", "openai_responses")
 RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
+TOOL_ID_RULES: tuple[str, ...] = ("any", "anthropic", "mistral")
+_AGG_ECHO = ("deepseek/*", "moonshotai/kimi*", "xiaomi/mimo*")
+"""Must-echo models as aggregators name them (DeepSeek V4/R1 through OpenRouter still needs
+reasoning on every tool turn: LibreChat issue 13366; Kimi and MiMo have the same rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,13 @@ class Route:
     """Which of reasoning_content / reasoning / reasoning_details assistant messages carry."""
     must_echo: bool = False
     """Tool-call turns must carry ``reasoning_content`` (``" "`` when none was stored)."""
+    must_echo_models: tuple[str, ...] = ()
+    """Model globs (lower-case) that are must-echo on this route although the row is not: an
+    aggregator serving DeepSeek / Kimi / MiMo passes their rule through (``for_model``)."""
+    tool_ids: Literal["any", "anthropic", "mistral"] = "any"
+    """Which tool-call ids the route accepts; stored ids that break the rule are mapped at
+    render time (see ``toolids``): ``anthropic`` = ``^[a-zA-Z0-9_-]+$``, ``mistral`` = exactly
+    9 characters of ``[A-Za-z0-9]``, ``any`` = sent as stored."""
     switches: Mapping[str, Any] = field(default_factory=dict)
     """Request-body fields sent whenever thinking is on (keep-thinking switches)."""
     native: frozenset[str] = frozenset()
@@ -102,6 +114,8 @@ class Route:
         """The row as it applies to ``model``: model rules folded in (switches deep-merged)."""
         m = model.lower()
         out = self
+        if not self.must_echo and any(fnmatchcase(m, g) for g in self.must_echo_models):
+            out = replace(out, must_echo=True)
         for rule in self.model_rules:
             if fnmatchcase(m, rule.pattern):
                 out = replace(
@@ -135,9 +149,11 @@ _CLAUDE_PRIOR = (ModelRule("claude-3*", prior_turns="loop"), ModelRule("claude-*
 # Strict rows come first so a custom provider pointed at api.groq.com gets nothing.
 ROUTES: tuple[Route, ...] = (
     # --- strict schemas: 400/422 on any unknown assistant key --------------------------
-    Route("mistral", "openai_chat", "Mistral", hosts=("mistral.ai",), carriers=_NONE,
+    Route("mistral", "openai_chat", "Mistral", hosts=("mistral.ai",), carriers=_NONE, tool_ids="mistral",
           base_url="https://api.mistral.ai/v1", key_env=("MISTRAL_API_KEY",)),
-    Route("groq", "openai_chat", "Groq", hosts=("groq.com",), carriers=_NONE,
+    # Groq with reasoning_format "raw" returns the thinking as <think>…</think> inside content
+    # (pydantic-ai's recorded test_groq_model_thinking_part): split it off like other tag routes
+    Route("groq", "openai_chat", "Groq", hosts=("groq.com",), carriers=_NONE, think_tags=True,
           base_url="https://api.groq.com/openai/v1", key_env=("GROQ_API_KEY",)),
     Route("cerebras", "openai_chat", "Cerebras", hosts=("cerebras.ai",), carriers=_NONE,
           base_url="https://api.cerebras.ai/v1", key_env=("CEREBRAS_API_KEY",)),
@@ -161,16 +177,16 @@ ROUTES: tuple[Route, ...] = (
           base_url="https://api.xiaomimimo.com/v1", key_env=("MIMO_API_KEY", "XIAOMI_API_KEY")),
     # --- OpenRouter-format gateways: RC + R + RD -----------------------------------------
     Route("openrouter", "openai_chat", "OpenRouter", hosts=("openrouter.ai",),
-          carriers=frozenset({RC, R, RD}), base_url="https://openrouter.ai/api/v1",
+          carriers=frozenset({RC, R, RD}), must_echo_models=_AGG_ECHO, base_url="https://openrouter.ai/api/v1",
           key_env=("OPENROUTER_API_KEY",)),
     Route("kilo", "openai_chat", "Kilo Gateway", providers=("kilocode",), hosts=("kilo.ai",),
-          carriers=frozenset({RC, R, RD}), base_url="https://api.kilo.ai/api/gateway",
+          carriers=frozenset({RC, R, RD}), must_echo_models=_AGG_ECHO, base_url="https://api.kilo.ai/api/gateway",
           key_env=("KILO_API_KEY",)),
     Route("vercel", "openai_chat", "Vercel AI Gateway", providers=("ai-gateway",),
-          hosts=("ai-gateway.vercel.sh",), carriers=frozenset({RC, R, RD}),
+          hosts=("ai-gateway.vercel.sh",), carriers=frozenset({RC, R, RD}), must_echo_models=_AGG_ECHO,
           base_url="https://ai-gateway.vercel.sh/v1", key_env=("AI_GATEWAY_API_KEY", "VERCEL_API_KEY")),
     Route("nous", "openai_chat", "Nous Portal", providers=("nous-portal",), hosts=("nousresearch.com",),
-          carriers=frozenset({RC, R, RD}), think_tags=True,
+          carriers=frozenset({RC, R, RD}), think_tags=True, must_echo_models=_AGG_ECHO,
           base_url="https://inference-api.nousresearch.com/v1", key_env=("NOUS_API_KEY",)),
     # --- vendors documenting reasoning_details next to reasoning_content ----------------
     Route("novita", "openai_chat", "Novita", hosts=("novita.ai",), carriers=frozenset({RC, RD}),
@@ -227,19 +243,19 @@ ROUTES: tuple[Route, ...] = (
     # --- native wires -------------------------------------------------------------------
     Route("anthropic", "anthropic", "Anthropic Messages", providers=("claude",), hosts=("api.anthropic.com",),
           blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}), policy="signed",
-          prior_turns="all", auth="x-api-key", base_url="https://api.anthropic.com",
+          prior_turns="all", auth="x-api-key", base_url="https://api.anthropic.com", tool_ids="anthropic",
           key_env=("ANTHROPIC_API_KEY",), model_rules=_CLAUDE_PRIOR),
     Route("anthropic-vertex", "anthropic", "Anthropic on Vertex AI", providers=("vertex-anthropic",),
           blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}), policy="signed",
           key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN"), model_rules=_CLAUDE_PRIOR,
-          base_url="https://aiplatform.googleapis.com/v1/projects/-/locations/global"),
+          tool_ids="anthropic", base_url="https://aiplatform.googleapis.com/v1/projects/-/locations/global"),
     Route("anthropic-foundry", "anthropic", "Anthropic on Azure Foundry", providers=("foundry",),
           hosts=("services.ai.azure.com",), blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}),
           policy="signed", auth="x-api-key", key_env=("ANTHROPIC_FOUNDRY_API_KEY", "AZURE_API_KEY"),
-          model_rules=_CLAUDE_PRIOR),
+          model_rules=_CLAUDE_PRIOR, tool_ids="anthropic"),
     Route("bedrock", "bedrock", "AWS Bedrock Converse", providers=("aws-bedrock",),
           hosts=("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"), blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}),
-          policy="unsigned", auth="aws",
+          policy="unsigned", auth="aws", tool_ids="anthropic",  # older ToolUseBlock docs: Anthropic's pattern
           model_rules=(ModelRule("*claude*", policy="signed"),
                        ModelRule("*deepseek.r1*", policy="strip"), ModelRule("*deepseek-r1*", policy="strip"),
                        ModelRule("*kimi-k3*", policy="strip"))),

@@ -6,9 +6,11 @@ non-streaming parser emits the same deltas for a whole response, so both paths g
 
 * parts keep the order in which their key first appeared (Anthropic block order, chat:
   reasoning → text → tool calls);
-* readable reasoning and text concatenate; a blob either appends (Anthropic / Bedrock
-  signature deltas) or is replaced whole (Responses ``output_item.done``);
-* ``reasoning_details`` entries merge by ``index`` (else ``id``): ``text`` / ``summary``
+* readable reasoning and text concatenate; a blob either appends (Bedrock signature deltas)
+  or is replaced whole (Anthropic ``signature_delta``, Responses ``output_item.done``);
+* ``reasoning_details``: a whole response's entries are kept exactly as returned (gateways
+  return a readable and an encrypted entry that share ``index: 0``); streamed fragments merge
+  by ``index`` **and** ``type`` (else ``id`` and ``type``): ``text`` / ``summary``
   concatenate, other keys take the latest non-empty value, encrypted entries stay whole;
 * native fields: the latest non-empty signature / opaque blob wins, ``reasoning_text``
   concatenates;
@@ -63,6 +65,8 @@ class DetailsDelta:
 
     entries: tuple[Mapping[str, Any], ...]
     key: str = "reasoning"
+    whole: bool = False
+    """True for a whole (non-streamed) response: every entry is stored as its own entry."""
 
 
 @dataclass(slots=True)
@@ -184,8 +188,8 @@ class Accumulator:
 
     def _details(self, d: DetailsDelta) -> None:
         r: _R = self._get("reasoning", d.key, _R)
-        for pos, entry in enumerate(d.entries):
-            _merge_detail(r.details, entry, pos)
+        for entry in d.entries:
+            _merge_detail(r.details, entry, d.whole)
 
     def _native(self, d: NativeDelta) -> None:
         r: _R = self._get("reasoning", d.key, _R)
@@ -289,16 +293,29 @@ class _Cat(list[str]):
     (joining on every fragment would make a long stream quadratic)."""
 
 
-def _merge_detail(details: dict[Any, dict[str, Any]], entry: Mapping[str, Any], pos: int) -> None:
+def _detail_key(details: Mapping[Any, Any], entry: Mapping[str, Any], whole: bool) -> Any:
+    """Which stored entry a fragment belongs to: (index or id, type) in a stream; a fresh slot
+    for every entry of a whole response. A fragment without a ``type`` continues the latest
+    entry of its index."""
+    if whole:
+        return len(details)
+    at = entry.get("index")
+    if at is None:
+        at = entry.get("id")
+        if at is None:
+            return f"pos{len(details)}"
+    if type(at) not in (str, int):
+        raise StreamError(f"reasoning_details entry has an index/id that is not a number or text: {at!r:.60}")
+    kind = entry.get("type")
+    if kind is None:
+        return next((k for k in reversed(details) if type(k) is tuple and k[0] == at), (at, None))
+    return (at, kind)
+
+
+def _merge_detail(details: dict[Any, dict[str, Any]], entry: Mapping[str, Any], whole: bool) -> None:
     if type(entry) is not dict and not isinstance(entry, Mapping):
         raise StreamError(f"reasoning_details entry is not an object: {entry!r:.80}")
-    key = entry.get("index")
-    if key is None:
-        key = entry.get("id")
-        if key is None:
-            key = f"pos{len(details)}"
-    if type(key) not in (str, int):
-        raise StreamError(f"reasoning_details entry has an index/id that is not a number or text: {key!r:.60}")
+    key = _detail_key(details, entry, whole)
     cur = details.get(key)
     if cur is None:
         details[key] = {k: _Cat((v,)) if k in _CONCAT and isinstance(v, str) else v for k, v in entry.items()}

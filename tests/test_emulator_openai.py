@@ -270,7 +270,7 @@ def replay(emu: Emulator, name: str, model: str, msg: dict[str, Any]) -> tuple[d
 
 @pytest.mark.parametrize(("name", "model"), [("openrouter", "anthropic/claude-sonnet-4.5"),
                                              ("kilo", "anthropic/claude-sonnet-4.5"),
-                                             ("vercel", "google/gemini-3-pro-preview"),
+                                             ("vercel", "anthropic/claude-sonnet-4.5"),
                                              ("nous", "moonshotai/kimi-k2.6")])
 def test_gateway_rejects_tampered_reasoning_details_signature(emu: Emulator, name: str, model: str) -> None:
     msg = first_turn(emu, name, model)
@@ -297,6 +297,22 @@ def test_openrouter_encrypted_reasoning_is_verified(emu: Emulator) -> None:
                      .response.json()["error"]["metadata"]["raw"])
     assert raw["error"]["message"] == f"The encrypted content for item {msg[RD][1]['id']} could not be verified."
     assert replay(emu, "openrouter", "openai/gpt-5.1", msg)[1] == "stop"
+
+
+@pytest.mark.parametrize(("name", "model", "kinds", "error"), [
+    ("vercel", "openai/gpt-5", ["reasoning.summary", "reasoning.encrypted"], "could not be verified"),
+    ("vercel", "google/gemini-3-pro-preview", ["reasoning.text", "reasoning.encrypted"], "Corrupted thought"),
+])
+def test_gateway_pairs_share_index_zero_and_must_come_back_unmerged(
+        emu: Emulator, name: str, model: str, kinds: list[str], error: str) -> None:
+    """The real gateways return a readable and an encrypted entry that both say ``index: 0``;
+    folding them into one entry (merge by index) loses the pairing and is rejected."""
+    msg = first_turn(emu, name, model)
+    assert [d["type"] for d in msg[RD]] == kinds and [d["index"] for d in msg[RD]] == [0, 0]
+    merged = {**msg[RD][0], **msg[RD][1]}
+    raw = raises(lambda: replay(emu, name, model, {**msg, RD: [merged]})).response.json()["error"]["metadata"]["raw"]
+    assert error in raw
+    assert replay(emu, name, model, msg)[1] == "stop"
 
 
 def test_copilot_verifies_reasoning_opaque_and_gemini_tool_signature(emu: Emulator) -> None:

@@ -3,14 +3,16 @@ that has an emulator personality (route key == personality).
 
 A's history is a real captured session (two user turns through the real call path against A's
 emulator: a tool loop closed with an answer, then an open tool loop), so it holds A's real
-reasoning text, minted blobs, item ids and native records. B gets exactly one request built
-from it. From the body B's emulator logged we assert:
+reasoning text, minted blobs, item ids, native records and tool-call ids. B then answers A's
+open loop, is asked a new question, calls a tool of its own and continues — three requests, the
+last with tool turns (and ids) of both routes. From every body B's emulator logged we assert:
 
 * no blob, signature, encrypted item, ``reasoning_details`` signature/data, item id or native
   record value (``reasoning_opaque``, ``thought_signature``, tool signatures) minted by A
   appears anywhere in it, unless A == B (then some must: the search is not blind);
 * no carrier or native field outside B's row appears in its conversation;
-* B's emulator — which validates like the real provider — accepts it (HTTP 200, an answer).
+* B's emulator — which validates like the real provider, tool-call id rules included — accepts
+  it (HTTP 200, an answer or a tool call).
 
 Every pair is checked in one pass and reported together, so one failure shows them all.
 """
@@ -171,28 +173,41 @@ def test_every_route_pair_carries_nothing_of_the_origin_and_is_accepted(
         rb = _resolved(emu, b)
         for a in KEYS:
             pairs += 1
-            before = len(emu.requests(b))
-            try:
-                ex = provider.complete(rb, captured[a], tools=TOOLS, stream=False, api_key=KEY,
-                                       transport=transport)
-            except HermesError as e:
-                failures.append(f"{a} → {b}: rejected: {str(e)[:200]}")
-                continue
-            logged = emu.requests(b)[before:]
-            if len(logged) != 1:
-                failures.append(f"{a} → {b}: {len(logged)} requests logged, expected 1")
-                continue
-            text = orjson.dumps(logged[0]["body"]).decode()
-            found = sorted(s[:24] for s in secrets[a] if s in text)
-            if a != b and found:
-                failures.append(f"{a} → {b}: leaked {found}")
-            if a == b and secrets[a] and not found:
-                failures.append(f"{a} → {a}: none of its own blobs went back (search blind?)")
-            bad = carrier_violations(rb.route, logged[0]["body"])
-            if bad:
-                failures.append(f"{a} → {b}: fields outside {b}'s row: {bad[:4]}")
-            if not ex.response.message.text and not ex.response.message.tool_calls:
-                failures.append(f"{a} → {b}: empty response")
+            history = list(captured[a])
+            # 1. B answers A's open tool loop; 2. B calls a tool of its own after a new question;
+            # 3. B continues with A's and its own tool turns (and ids) in one request
+            for n in range(3):
+                before = len(emu.requests(b))
+                try:
+                    ex = provider.complete(rb, history, tools=TOOLS, stream=n == 1, api_key=KEY,
+                                           transport=transport)
+                except HermesError as e:
+                    failures.append(f"{a} → {b} (request {n + 1}): rejected: {str(e)[:200]}")
+                    break
+                logged = emu.requests(b)[before:]
+                if len(logged) != 1:
+                    failures.append(f"{a} → {b}: {len(logged)} requests logged, expected 1")
+                    break
+                text = orjson.dumps(logged[0]["body"]).decode()
+                found = sorted(s[:24] for s in secrets[a] if s in text)
+                if a != b and found:
+                    failures.append(f"{a} → {b} (request {n + 1}): leaked {found}")
+                if n == 0 and a == b and secrets[a] and not found:
+                    failures.append(f"{a} → {a}: none of its own blobs went back (search blind?)")
+                bad = carrier_violations(rb.route, logged[0]["body"])
+                if bad:
+                    failures.append(f"{a} → {b} (request {n + 1}): fields outside {b}'s row: {bad[:4]}")
+                msg = ex.response.message
+                if not msg.text and not msg.tool_calls:
+                    failures.append(f"{a} → {b}: empty response")
+                history.append(msg)
+                if n == 0:
+                    history.append(Message.user(f"and what is in the parent directory? ({a} → {b})"))
+                elif n == 1 and msg.tool_calls:
+                    history.append(_results(msg))
+                elif n == 1:
+                    failures.append(f"{a} → {b}: {b} called no tool of its own")
+                    break
     transport.close()
     minting = sum(1 for s in secrets.values() if s)
     print(f"leakage matrix: {len(KEYS)} routes ({minting} mint blobs), {pairs} pairs checked, "

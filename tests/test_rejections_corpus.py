@@ -115,8 +115,10 @@ def test_corpus_case(case: dict[str, Any]) -> None:
     lesson = classify(case["status"], case["body"], body, target)
     assert not lesson.suppressed
     assert sorted(lesson.dropped) == case["expect"]["dropped"], "false or missed learning"
+    assert lesson.echo == case["expect"].get("echo", False), "a must-echo refusal teaches padding, nothing else"
     if lesson:
-        assert not classify(case["status"], case["body"], body, target, already=Learned(dropped=lesson.dropped)), \
+        assert not classify(case["status"], case["body"], body, target,
+                            already=Learned(dropped=lesson.dropped, echo=lesson.echo)), \
             "the same lesson must never be taught twice"
 
 
@@ -131,10 +133,11 @@ def test_recover_retries_at_most_once(case: dict[str, Any], tmp_path: Path) -> N
         err.sent_body = sent_body(case)  # type: ignore[attr-defined]
         retry = RetryState()
         first = recover(store, sid, target, err, retry)
-        assert (first is not None) == bool(case["expect"]["dropped"])
+        assert (first is not None) == bool(case["expect"]["dropped"] or case["expect"].get("echo"))
         assert recover(store, sid, target, err, retry) is None
         assert recover(store, sid, target, err, RetryState()) is None  # already known → reported
         learned = learned_for(store, sid, target)
         assert sorted(learned.dropped) == case["expect"]["dropped"]
+        assert learned.echo == case["expect"].get("echo", False)
         if target.route.must_echo:
             assert "reasoning_content" not in learned.dropped

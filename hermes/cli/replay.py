@@ -1,4 +1,5 @@
-"""``hermes replay``: a dry run of what the next request to a route would carry, and why."""
+"""``hermes replay``: a dry run of what the next request to a route would carry, and why —
+learned rejections included, so it shows the exact fields the next request sends."""
 
 from __future__ import annotations
 
@@ -77,6 +78,21 @@ def _load_history(source: str) -> tuple[list[Any], Any]:
     return store.load(info.id), info
 
 
+def _learned(info: Any, target: Any) -> Any:
+    """What earlier rejections taught about ``target``: the session's lessons (when SOURCE is a
+    session) plus the global ledger — exactly what the next real request would apply."""
+    from ..paths import db_path
+    from ..rejections import learned_for
+    from ..replay import Learned
+
+    if not db_path().exists():
+        return Learned()
+    from ..store import Store
+
+    with Store() as store:
+        return learned_for(store, info.id if info is not None else None, target)
+
+
 @click.command()
 @click.argument("source")
 @click.option("--provider", "-p", help="Target provider / route name.")
@@ -91,8 +107,10 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     """Show what the next request to a route would carry from a history, part by part.
 
     SOURCE is a JSONL history in the documented form (`hermes sessions export` writes one)
-    or a session id (then the target defaults to the route the session last used). Nothing is
-    sent and nothing is written.
+    or a session id (then the target defaults to the route the session last used). The plan
+    applies what earlier rejections taught about the target (the session's lessons and the
+    global ledger), exactly as the next real request would. Nothing is sent and nothing is
+    written.
     """
     from ..replay import Settings, plan_replay
 
@@ -107,13 +125,16 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     else:
         target = resolve_cli(provider, base_url, model or "")
     settings = Settings(thinking=not no_thinking, effort=effort)
-    plan = plan_replay(history, target, settings=settings)
+    learned = _learned(info, target)
+    plan = plan_replay(history, target, learned, settings=settings)
     if show_body:
         from ..provider import get_wire
 
         echo_json(get_wire(target.route.wire).to_wire(plan, tools=(), settings=settings, stream=False))
         return
     report = plan_report(plan)
+    report["learned"] = {"dropped": sorted(learned.dropped), "suppressed_blobs": len(learned.suppressed),
+                         "must_echo": learned.echo}
     if as_json:
         echo_json(report)
         return
@@ -122,6 +143,12 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     click.echo(f"route {report['route']} ({report['wire']}) host {report['host']} model {report['model']}")
     if report["request_fields"]:
         click.echo(f"request fields: {orjson.dumps(report['request_fields']).decode()}")
+    taught = report["learned"]
+    if taught["dropped"] or taught["suppressed_blobs"] or taught["must_echo"]:
+        click.echo("learned from earlier rejections: " + "; ".join(filter(None, (
+            f"not sending {', '.join(taught['dropped'])}" if taught["dropped"] else "",
+            f"{taught['suppressed_blobs']} signed blob(s) suppressed" if taught["suppressed_blobs"] else "",
+            "tool turns must echo reasoning_content" if taught["must_echo"] else ""))))
     for note in report["notes"]:
         click.echo(f"note: {note}")
     for m in report["messages"]:

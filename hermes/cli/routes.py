@@ -28,7 +28,8 @@ def row_dict(r: Route) -> dict[str, Any]:
     return {
         "key": r.key, "label": r.label, "wire": r.wire, "providers": list(r.providers),
         "hosts": list(r.hosts), "paths": list(r.paths), "carriers": sorted(r.carriers),
-        "must_echo": r.must_echo, "switches": dict(r.switches), "native": sorted(r.native),
+        "must_echo": r.must_echo, "must_echo_models": list(r.must_echo_models), "tool_ids": r.tool_ids,
+        "switches": dict(r.switches), "native": sorted(r.native),
         "blob_kinds": sorted(r.blob_kinds), "blob_scope": r.blob_scope, "policy": r.policy,
         "prior_turns": r.prior_turns, "local": r.local, "base_url": r.base_url,
         "key_env": list(r.key_env), "model_rules": [
@@ -66,7 +67,8 @@ def routes(ctx: click.Context, as_json: bool) -> None:
         if r.model_rules and any(m.switches for m in r.model_rules):
             switches = (switches + " +model rules").strip()
         hosts = ", ".join(r.hosts) or ("loopback/private" if r.local else "")
-        t.add_row(r.key, r.wire, _carriers(r), "yes" if r.must_echo else "", ", ".join(sorted(r.native)),
+        echo = "yes" if r.must_echo else ", ".join(r.must_echo_models)
+        t.add_row(r.key, r.wire, _carriers(r), echo, ", ".join(sorted(r.native)),
                   switches, hosts)
     import shutil
 
@@ -92,6 +94,8 @@ def explain(provider: str | None, base_url: str | None, model: str, as_json: boo
     click.echo(f"carriers   {_carriers(r)}" + ("  must-echo: tool turns get reasoning_content, ' ' if none" if r.must_echo else ""))
     if r.native:
         click.echo(f"native     {', '.join(sorted(r.native))} (private hermes.native_assistant record)")
+    if r.tool_ids != "any":
+        click.echo(f"tool ids   {r.tool_ids} rule: ids it refuses are mapped in the request, history keeps them")
     if r.blob_kinds:
         click.echo(f"blobs      {', '.join(sorted(r.blob_kinds))} from the same {'route and model' if r.blob_scope == 'model' else 'route'} only")
     if r.wire != "openai_chat":

@@ -9,13 +9,16 @@ shows up here as the error text users would see:
 * every replayed ``thinking`` signature and ``redacted_thinking`` payload is an HMAC bound to
   (model, block content): a block from another model, or changed by one byte, is refused
   with "Invalid `signature` in `thinking` block";
-* thinking in a final-position assistant message while thinking is off is refused.
+* thinking in a final-position assistant message while thinking is off is refused;
+* tool-use ids (and ``tool_use_id``) outside ``^[a-zA-Z0-9_-]+$`` are refused with the real
+  pattern error.
 
 The model is ``script.next_step``; a user text containing ``#steps=N`` asks for N tool calls
 (the offered tools in turn) before the answer. Ids containing ``redact`` also return a
 ``redacted_thinking`` block; ids containing ``opus-5`` omit thinking text (display
 ``omitted``: empty ``thinking`` with a valid signature). Faults: ``500``, ``529``, ``429``,
-``truncate``, ``malformed``, ``slow``, ``error_event``, ``orphan_signature``, ``html502``,
+``truncate``, ``malformed``, ``slow``, ``error_event``, ``orphan_signature``,
+``repeat_signature`` (each ``signature_delta`` sent twice), ``html502``,
 ``empty200``, ``text4xx``; drift: ``reject_fields``.
 """
 
@@ -62,6 +65,12 @@ _THINKING = {"enabled": {"type", "budget_tokens", "display"}, "adaptive": {"type
 _NESTED = {"output_config": {"effort", "format"}, "tool_choice": {"type", "name", "disable_parallel_tool_use"},
            "metadata": {"user_id"}}
 _DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+"""Tool-use ids (and the ``tool_use_id`` answering one). The real 400 text is quoted in
+docs/emulators.md: ``messages.N.content.M.tool_use.id: String should match pattern
+'^[a-zA-Z0-9_-]+$'`` — what Kimi's ``functions.NAME:N`` ids get on the direct API, Vertex and
+Foundry (user reports in ClawRouter and forgecode issue threads; nanobot sanitises for it)."""
+_ID_FIELDS: Mapping[str, tuple[str, ...]] = {"tool_use": ("id",), "tool_result": ("tool_use_id",)}
 
 
 # ----------------------------------------------------------------------------- signatures
@@ -127,6 +136,10 @@ def _block_schema(block: Any, path: str) -> str:
         tags = ", ".join(f"'{t}'" for t in _BLOCKS)
         raise _Invalid(f"{path}: Input tag '{kind}' found using 'type' does not match any of the expected tags: {tags}")
     _extra(block, _BLOCKS[kind], f"{path}.{kind}")
+    for name in _ID_FIELDS.get(kind, ()):
+        value = block.get(name)
+        if isinstance(value, str) and not _ID.fullmatch(value):
+            raise _Invalid(f"{path}.{kind}.{name}: String should match pattern '{_ID.pattern}'")
     if kind == "tool_result" and isinstance(block.get("content"), list):
         for k, inner in enumerate(block["content"]):
             _block_schema(inner, f"{path}.{kind}.content.{k}")
@@ -338,6 +351,8 @@ def _events(msg: Mapping[str, Any], fault: str | None) -> list[tuple[str, dict[s
             ev.append(delta({"type": "thinking_delta", "thinking": ""}))
             ev += [delta({"type": "thinking_delta", "thinking": c}) for c in _chunks(b["thinking"], 24) if c]
             ev.append(delta({"type": "signature_delta", "signature": b["signature"]}))
+            if fault == "repeat_signature":  # the delta carries the whole signature: a repeat is harmless
+                ev.append(delta({"type": "signature_delta", "signature": b["signature"]}))
         elif kind == "text":
             ev += [delta({"type": "text_delta", "text": c}) for c in _chunks(b["text"], 16) if c]
             if fault == "orphan_signature":

@@ -83,6 +83,14 @@ class Facts:
     usage_excludes_reasoning: bool = False
     keepalive: bool = False
     tool_id: str = "call"
+    """How minted tool-call ids look: ``call`` (``call_…``), ``kimi`` (``functions.NAME:N``),
+    ``mistral`` (9 characters of ``[A-Za-z0-9]``)."""
+    id_rule: str | None = None
+    """``mistral``: tool-call ids (on assistant calls and tool results) must be 9 characters of
+    ``[A-Za-z0-9]``, else the real 400 (code 3280)."""
+    echo_models: tuple[str, ...] = ()
+    """Model globs that must echo reasoning on tool turns behind this gateway (the upstream's
+    rule, passed through as a wrapped ``metadata.raw`` 400)."""
     signature_models: str = "*"
     """Glob of models whose current-step tool calls must carry a thought signature (gemini)."""
     tool_signatures: str = ""
@@ -94,18 +102,23 @@ _LOCAL_KEEP: tuple[tuple[str, ...], Any] = (("chat_template_kwargs", "preserve_t
 _RCR = frozenset({RC, R})
 _OR = frozenset({RC, R, RD})
 _OR_MODELS = (("openai/*", (R, RD)),)
+_AGG_ECHO = ("deepseek/*", "moonshotai/kimi*", "xiaomi/mimo*")
+"""Must-echo upstreams behind the OpenRouter-format gateways: DeepSeek V4/R1 through OpenRouter
+still needs reasoning on every tool turn, and OpenRouter passes DeepSeek's 400 through wrapped
+(LibreChat issue 13366, quoted in docs/emulators.md); Kimi and MiMo keep their rule the same way."""
 
 FACTS: dict[str, Facts] = {
     # --- OpenRouter-format gateways: reasoning + signed reasoning_details ------------------
     "openrouter": Facts((R, RD), _OR, ("anthropic/claude-sonnet-4.5", "openai/gpt-5.1", "deepseek/deepseek-v4"),
-                        errors="openrouter", signs="details", keepalive=True,
+                        errors="openrouter", signs="details", keepalive=True, echo_models=_AGG_ECHO,
                         notes="ignores unknown keys; upstream errors passed through in metadata.raw"),
     "kilo": Facts((R, RD), _OR, ("anthropic/claude-sonnet-4.5", "openai/gpt-5.1"), errors="openrouter",
-                  signs="details", notes="OpenRouter-compatible; envelope assumed OpenRouter's"),
+                  signs="details", echo_models=_AGG_ECHO, notes="OpenRouter-compatible; envelope assumed OpenRouter's"),
     "vercel": Facts((R, RD), _OR, ("anthropic/claude-sonnet-4.5", "openai/gpt-5", "google/gemini-3-pro-preview"),
-                    errors="openrouter", signs="details", notes="error envelope unconfirmed: OpenRouter's used"),
+                    errors="openrouter", signs="details", echo_models=_AGG_ECHO,
+                    notes="error envelope unconfirmed: OpenRouter's used"),
     "nous": Facts((R, RD), _OR, ("Hermes-4-405B", "Hermes-4-70B", "moonshotai/kimi-k2.6"), errors="openrouter",
-                  signs="details", model_returns=(("hermes-4*", (THINK,)),),
+                  signs="details", echo_models=_AGG_ECHO, model_returns=(("hermes-4*", (THINK,)),),
                   notes="Hermes 4 models think in <think> tags inside content"),
     # --- reasoning_content + unsigned reasoning_details ---------------------------------------
     "novita": Facts((RC, RD), frozenset({RC, RD}), ("deepseek/deepseek-v3.2", "zai-org/glm-4.7")),
@@ -139,13 +152,15 @@ FACTS: dict[str, Facts] = {
                     model_returns=(("gpt-5*", ()),),
                     notes="only gpt-oss returns reasoning_content (as on Azure); gpt-5 returns only a count"),
     "mistral": Facts((), frozenset({"prefix"}), ("magistral-medium-2509", "mistral-medium-3.5"), strict=True,
-                     errors="mistral",
+                     errors="mistral", tool_id="mistral", id_rule="mistral",
                      top_extra=frozenset({"prompt_mode", "safe_prompt", "random_seed"}),
                      notes="returns plain content, no reasoning key (thinking chunks not emulated)"),
     "groq": Facts((R,), frozenset(), ("qwen/qwen3-32b", "openai/gpt-oss-120b"), strict=True, errors="groq",
                   top_extra=_GROQ_TOP),
-    "cerebras": Facts((R,), frozenset(), ("gpt-oss-120b", "zai-glm-4.7"), strict=True, errors="cerebras",
-                      top_extra=_GROQ_TOP | {"disable_reasoning"}),
+    "cerebras": Facts((R,), frozenset({R}), ("gpt-oss-120b", "zai-glm-4.7"), strict=True, errors="cerebras",
+                      top_extra=_GROQ_TOP | {"disable_reasoning"},
+                      notes="takes `reasoning` back on assistant messages: a recorded gpt-oss-120b request "
+                            "carrying it was accepted (pydantic-ai test_cerebras_thinking_part_survives_multiturn)"),
     "sambanova": Facts((THINK,), frozenset(), ("DeepSeek-R1-0528", "DeepSeek-V3.1"), strict=True,
                        notes="strictness text unconfirmed: OpenAI wording"),
     "hunyuan": Facts((RC,), frozenset(), ("hunyuan-t1-latest", "hunyuan-a13b"), strict=True,
@@ -324,6 +339,48 @@ def _unknown(facts: Facts, name: str, body: Mapping[str, Any], body_len: int,
     return None
 
 
+def _wrapped(provider: str, inner: Mapping[str, Any]) -> dict[str, Any]:
+    """OpenRouter's envelope around an upstream 400: the upstream body as ``metadata.raw`` text."""
+    return {"error": {"code": 400, "message": "Provider returned error", "metadata": {
+        "raw": orjson.dumps(inner).decode(), "provider_name": provider, "is_byok": False}}}
+
+
+def _echo_upstream(facts: Facts, model: str, body: Mapping[str, Any]) -> Verdict:
+    """A must-echo model behind a gateway: a tool turn without any reasoning is refused upstream."""
+    m = model.lower()
+    if not any(fnmatchcase(m, g) for g in facts.echo_models) or not thinking_on(body):
+        return None
+    for msg in body.get("messages") or []:
+        if isinstance(msg, Mapping) and msg.get("role") == "assistant" and msg.get("tool_calls") \
+                and not (msg.get(RC) or msg.get(R) or msg.get(RD)):
+            if m.startswith("moonshotai/"):
+                return 400, _wrapped("Moonshot AI", _oai("thinking is enabled but reasoning_content is missing in "
+                                                         "assistant tool call message at index "
+                                                         f"{body['messages'].index(msg)}"))
+            who = "Xiaomi" if m.startswith("xiaomi/") else "DeepSeek"
+            return 400, _wrapped(who, error_body("deepseek", "The `reasoning_content` in the thinking mode must be "
+                                                             "passed back to the API."))
+    return None
+
+
+def _tool_ids(facts: Facts, body: Mapping[str, Any]) -> Verdict:
+    """Mistral's id rule, on assistant tool calls and on the tool results answering them."""
+    if facts.id_rule != "mistral":
+        return None
+    for msg in body.get("messages") or []:
+        if not isinstance(msg, Mapping):
+            continue
+        ids = [c.get("id") for c in msg.get("tool_calls") or [] if isinstance(c, Mapping)]
+        if msg.get("role") == "tool":
+            ids.append(msg.get("tool_call_id"))
+        for cid in ids:
+            if not (isinstance(cid, str) and len(cid) == 9 and cid.isascii() and cid.isalnum()):
+                return 400, {"object": "error", "message": f"Tool call id was {cid} but must be a-z, A-Z, 0-9, "
+                             "with a length of 9.", "type": "invalid_request_message_error", "param": None,
+                             "code": "3280"}
+    return None
+
+
 def _must_echo(facts: Facts, body: Mapping[str, Any]) -> Verdict:
     if not facts.must_echo or not thinking_on(body):
         return None
@@ -360,9 +417,15 @@ def _signatures(facts: Facts, name: str, model: str, body: Mapping[str, Any], ve
                         "raw": _anthropic_raw(f"messages.{i}.content.0: Invalid `signature` in `thinking` block"),
                         "provider_name": "Anthropic", "is_byok": False}}}
                 if d.get("type") == "reasoning.encrypted" and not verify(summary, str(d.get("data") or "")):
-                    raw = _oai(f"The encrypted content for item {d.get('id')} could not be verified.")
+                    # the blob is checked against the readable entry it came with: an entry merged
+                    # into its neighbour, or one dropped, makes the pair fail like a foreign blob
+                    if d.get("format") == "google-gemini-v1":
+                        raw, who = error_body("gemini", "Corrupted thought signature."), "Google"
+                    else:
+                        raw = _oai(f"The encrypted content for item {d.get('id')} could not be verified.")
+                        who = "OpenAI"
                     return 400, {"error": {"code": 400, "message": "Provider returned error", "metadata": {
-                        "raw": orjson.dumps(raw).decode(), "provider_name": "OpenAI", "is_byok": False}}}
+                        "raw": orjson.dumps(raw).decode(), "provider_name": who, "is_byok": False}}}
         elif facts.signs == "copilot":
             bad = bool(msg.get(RO)) and not verify(str(msg.get(RT) or ""), str(msg[RO]))
             for call in msg.get("tool_calls") or []:
@@ -405,5 +468,6 @@ def validate(facts: Facts, name: str, model: str, body: Mapping[str, Any], *, bo
     """The first rejection this personality would give ``body``, or ``None`` to accept it."""
     if not isinstance(body.get("messages"), list) or not body.get("messages") or not model:
         return 400, error_body(facts.errors, "messages and model are required")
-    return (_unknown(facts, name, body, body_len, reject) or _must_echo(facts, body)
+    return (_unknown(facts, name, body, body_len, reject) or _tool_ids(facts, body) or _must_echo(facts, body)
+            or _echo_upstream(facts, model, body)
             or (_signatures(facts, name, model, body, verify) if facts.signs else None))

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..toolids import base62
 from .chat_rules import (
     EC,
     FACTS,
@@ -114,7 +115,7 @@ def scripted_turn(state: EmulatorState, name: str, facts: Facts, body: Mapping[s
     if step.kind == "tool" and step.tool:
         n = sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
         h = hashlib.sha256(f"{model}\0{user_text}\0{len(messages)}".encode()).hexdigest()[:24]
-        call_id = f"functions.{step.tool}:{n}" if facts.tool_id == "kimi" else f"call_{h}"
+        call_id = {"kimi": f"functions.{step.tool}:{n}", "mistral": base62(bytes.fromhex(h))[:9]}.get(facts.tool_id, f"call_{h}")
         call: dict[str, Any] = {"id": call_id, "type": "function",
                                 "function": {"name": step.tool, "arguments": orjson.dumps(dict(step.args)).decode()}}
         if facts.signs == "gemini":
@@ -146,11 +147,16 @@ def _details(state: EmulatorState, name: str, facts: Facts, model: str, text: st
     fmt = details_format(model) if facts.signs == "details" else "openai-responses-v1"
     if facts.signs != "details":
         return [{"type": "reasoning.text", "text": text, "format": fmt, "index": 0}]
+    # OpenAI and Gemini 3 models: a readable entry and an encrypted one that share ``index: 0``
+    # (as the real gateways return them; see FACTS notes) — a client must keep both as returned
     if fmt == "openai-responses-v1":
         item = "rs_" + hashlib.sha256(text.encode()).hexdigest()[:24]
         return [{"type": "reasoning.summary", "summary": text, "id": item, "format": fmt, "index": 0},
                 {"type": "reasoning.encrypted", "data": state.mint(name, model, text, prefix="gAAAAAB"),
-                 "id": item, "format": fmt, "index": 1}]
+                 "id": item, "format": fmt, "index": 0}]
+    if fmt == "google-gemini-v1":
+        return [{"type": "reasoning.text", "text": text, "format": fmt, "index": 0},
+                {"type": "reasoning.encrypted", "data": state.mint(name, model, text), "format": fmt, "index": 0}]
     return [{"type": "reasoning.text", "text": text, "signature": state.mint(name, model, text),
              "format": fmt, "index": 0}]
 

@@ -403,7 +403,9 @@ class StreamDecoder:
         if kind == "signature_delta":
             if block != "thinking":
                 raise StreamError(f"signature delta with no thinking block (index {index} is {block or 'not started'})")
-            return [ReasoningDelta(key, blob=_str(delta, "signature"), blob_kind=SIGNATURE)]
+            # the delta carries the whole signature: assign it (as the SDK's accumulator does),
+            # so a repeated delta cannot turn the blob into two signatures glued together
+            return [ReasoningDelta(key, blob=_str(delta, "signature"), blob_kind=SIGNATURE, blob_mode="replace")]
         if block is None:
             raise StreamError(f"{kind} for block {index}, which never started")
         if kind == "thinking_delta":

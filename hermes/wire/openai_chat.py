@@ -344,7 +344,7 @@ class ChatDecoder:
         if details:
             if type(details) is not list:
                 raise StreamError("reasoning_details is not a list")
-            out.append(DetailsDelta(tuple(details), _RKEY))
+            out.append(DetailsDelta(tuple(details), _RKEY, whole))
         if ctext or opaque or ext:
             msg_sig = _google_sig(ext)
             if type(ctext) is str or type(opaque) is str or msg_sig:

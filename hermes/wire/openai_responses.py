@@ -33,10 +33,13 @@ from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from . import ToolSpec
 
-__all__ = ["BLOB_KIND", "SEPARATOR", "decode_event", "endpoint", "from_wire", "to_wire"]
+__all__ = ["BLOB_KIND", "SEPARATOR", "SUMMARY_PARTS", "decode_event", "endpoint", "from_wire", "to_wire"]
 
 BLOB_KIND = "openai.encrypted"
 SEPARATOR = "\n\n"
+SUMMARY_PARTS = "openai.summary"
+"""``Reasoning.extra`` key: the summary parts as returned, so they go back as the same parts
+(the readable ``text`` is them joined with ``SEPARATOR``)."""
 """Between summary parts (or raw reasoning parts) of one reasoning item."""
 COMPACTION_PREFIX = "Summary of the conversation so far:\n"
 _DEFAULT_SETTINGS = Settings()
@@ -120,7 +123,10 @@ def _reasoning_item(p: Reasoning, index: int) -> dict[str, Any]:
             f"got {p.blob_kind or 'readable text without a blob'} (the planner should have dropped it)")
     if not p.item_id:
         raise UnsupportedPart(f"message #{index}: a reasoning item needs its id to be replayed")
-    summary = [{"type": "summary_text", "text": p.text}] if p.text else []
+    parts = p.extra.get(SUMMARY_PARTS)
+    if not (isinstance(parts, list) and all(isinstance(t, str) for t in parts) and SEPARATOR.join(parts) == p.text):
+        parts = [p.text] if p.text else []  # text from elsewhere (or edited): one part
+    summary = [{"type": "summary_text", "text": t} for t in parts]
     return {"type": "reasoning", "id": p.item_id, "summary": summary, "encrypted_content": p.blob}
 
 
@@ -166,6 +172,14 @@ def _reasoning_text(item: Mapping[str, Any]) -> str:
     return SEPARATOR.join(content)
 
 
+def _summary_parts(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The summary parts of a finished reasoning item, kept so they go back as returned."""
+    parts = [s.get("text") for s in item.get("summary") or [] if isinstance(s, Mapping)]
+    if len(parts) > 1 and all(isinstance(t, str) for t in parts):
+        return {SUMMARY_PARTS: parts}
+    return None
+
+
 def _message_text(item: Mapping[str, Any]) -> str:
     out = []
     for c in item.get("content") or []:
@@ -184,7 +198,7 @@ def _item_deltas(item: Mapping[str, Any], position: int) -> list[Delta]:
             blob = item.get("encrypted_content")
             return [ReasoningDelta(key, _reasoning_text(item), blob=blob if isinstance(blob, str) else None,
                                    blob_kind=BLOB_KIND if isinstance(blob, str) else None,
-                                   blob_mode="replace", item_id=item.get("id"))]
+                                   blob_mode="replace", item_id=item.get("id"), extra=_summary_parts(item))]
         case "message":
             return [TextDelta(key, _message_text(item))]
         case "function_call":
@@ -310,8 +324,8 @@ def _decode(obj: Mapping[str, Any], kind: Any, data: str) -> list[Delta]:
                     blob = item.get("encrypted_content")
                     if isinstance(blob, str):
                         return [ReasoningDelta(key, blob=blob, blob_kind=BLOB_KIND, blob_mode="replace",
-                                               item_id=item.get("id"))]
-                    return [ReasoningDelta(key, item_id=item.get("id"))]
+                                               item_id=item.get("id"), extra=_summary_parts(item))]
+                    return [ReasoningDelta(key, item_id=item.get("id"), extra=_summary_parts(item))]
                 case "function_call":
                     return [ToolCallDelta(key, id=item.get("call_id"), name=item.get("name"))]
             return []
