@@ -197,7 +197,11 @@ class Emulator:
         import uvicorn
 
         config = uvicorn.Config(self.app(), log_level="warning", lifespan="off",
-                                access_log=False, timeout_graceful_shutdown=1)
+                                access_log=False, timeout_graceful_shutdown=1,
+                                # A client may reuse an idle connection at the moment the server
+                                # closes it ("disconnected without sending a response"); on a loaded
+                                # machine uvicorn's 5 s default made property tests flaky.
+                                timeout_keep_alive=300)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="hermes-emulator", daemon=True)
