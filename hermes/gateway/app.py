@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,6 +191,27 @@ class GatewayState:
         # shield: a client that hangs up does not cancel the turn; it finishes and commits
         return await asyncio.shield(task)
 
+    async def turn_once(self, req: TurnRequest, key: str, digest: str) -> dict[str, Any]:
+        """``turn_json`` under an ``Idempotency-Key``: a repeat gets the first outcome. A failure
+        that stored nothing (the session's message count did not move) is forgotten, so the
+        request can be retried; one after a stored step is kept (see ``idempotency``)."""
+        future, first = self.idempotency.begin(key, digest)
+        if not first:
+            outcome = await asyncio.shield(future)
+        else:
+            count = lambda: self.require_session(req.session_id).message_count
+            before = await anyio.to_thread.run_sync(count)
+            try:
+                outcome = await self.turn_json(req)
+                self.idempotency.finish(key, outcome)
+            except Exception as e:
+                outcome = from_exception(e)
+                stored = await anyio.to_thread.run_sync(count) != before
+                (self.idempotency.finish if stored else self.idempotency.forget)(key, outcome)
+        if isinstance(outcome, ApiError):
+            raise outcome
+        return dict(outcome)
+
     async def turn_events(self, req: TurnRequest) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Wait for the lock (errors raise before any byte is sent), then yield the events."""
         job, task = self.start_turn(req)
@@ -302,6 +324,10 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         # unknown session, an unroutable switch or a missing key: refused here, before the lock
         # and before any write (one thread hop for all three checks)
         await thread(lambda: _check_route(state, req, state.require_session(sid)))
+        key = request.headers.get("idempotency-key")
+        if not stream and key is not None:
+            digest = hashlib.sha256(f"messages\0{sid}\0".encode() + orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
+            return json_response(await state.turn_once(req, f"messages\0{key}", digest.hexdigest()))
         if not stream:
             return json_response(await state.turn_json(req))
         events = await state.turn_events(req)

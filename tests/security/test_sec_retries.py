@@ -100,3 +100,28 @@ def test_idempotency_key_returns_the_first_outcome(setup: Path) -> None:
     assert other.status_code == 422 and other.json()["error"]["code"] == "idempotency_mismatch"
     assert len(up.requests) == 1
     assert _users(setup / "gw", sid) == 1
+
+
+def test_idempotency_key_on_the_native_messages_endpoint(setup: Path) -> None:
+    gate = threading.Event()
+
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        gate.wait(10)
+        return answer(f"answer #{len(up.requests)}")
+
+    with hostile(script) as up, gateway(setup / "gw", Config(allowed_base_urls=(up.root,))) as base:
+        sid = _session(base, up.url)
+        url = f"{base}/v1/sessions/{sid}/messages"
+        out: list[httpx.Response] = []
+        send = lambda: out.append(httpx.post(url, json={"content": "once"}, headers={"Idempotency-Key": "m-1"},
+                                             timeout=30))
+        threads = [threading.Thread(target=send) for _ in range(3)]
+        for t in threads:
+            t.start()
+        gate.set()
+        for t in threads:
+            t.join()
+        fresh = httpx.post(url, json={"content": "once"}, headers={"Idempotency-Key": "m-2"}, timeout=30)
+    assert [r.status_code for r in out] == [200] * 3 and {r.json()["answer"] for r in out} == {"answer #1"}
+    assert fresh.json()["answer"] == "answer #2" and len(up.requests) == 2
+    assert _users(setup / "gw", sid) == 2
