@@ -9,12 +9,17 @@ Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when
 * ``POST /v1/sessions/{id}/branch`` — ``{upto_seq?, title?}`` → the new session;
 * ``POST /v1/sessions/{id}/compress`` — ``{keep_last?}`` → ``hermes.compaction.compress_session``
   (501 in a build without it);
-* ``POST /v1/chat/completions`` — OpenAI facade, session named by ``X-Hermes-Session``;
+* ``POST /v1/chat/completions`` — OpenAI facade, session named by ``X-Hermes-Session`` or
+  created on first use (``compat``); ``GET /v1/models``;
 * ``GET /healthz``.
+
+Before any endpoint runs: the ``Host`` / ``Origin`` guard (``guard``), then bearer auth with
+throttled failures; JSON bodies are bounded in size and time (``http.read_json``). A client's
+``base_url`` must be a route default or allowlisted (``check_client_url``).
 
 Nothing here holds session state between requests: every turn reloads the history from the
 store, so any number of gateway processes can serve one ``state.db``. Provider keys come from
-the server's environment (``keys.find_key``), never from a request.
+the server's environment (``keys.find_key``), never from a request. See docs/security.md.
 """
 
 from __future__ import annotations
