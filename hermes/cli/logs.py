@@ -58,7 +58,9 @@ def logs(follow: bool, session: str | None, lines: int, as_json: bool) -> None:
     from ..paths import logs_dir
 
     def show(rec: Mapping[str, Any]) -> None:
-        click.echo(orjson.dumps(rec).decode() if as_json else format_record(rec))
+        from ..terminal import printable
+
+        click.echo(orjson.dumps(rec).decode() if as_json else printable(format_record(rec)))
 
     path = logs_dir() / LOG_NAME
     records = list(read_log(session, path))

@@ -45,11 +45,13 @@ def list_(limit: int, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..terminal import printable
+
     t = Table()
     for col in ("id", "updated", "route / model", "msgs", "title", "branch of"):
         t.add_column(col, overflow="fold")
     for s in rows:
-        t.add_row(s.id, _when(s.updated), f"{s.provider} / {s.model}", str(s.message_count), s.title,
+        t.add_row(s.id, _when(s.updated), f"{s.provider} / {s.model}", str(s.message_count), printable(s.title),
                   s.parent_id or "")
     Console().print(t)
 
@@ -68,7 +70,7 @@ def show(session_id: str, reasoning: bool, as_json: bool) -> None:
         echo_json(session_view(store, session_id, full=reasoning))
         return
     info = store.get_session(session_id)
-    click.echo(f"session {info.id}  {info.title}")
+    click.echo(printable(f"session {info.id}  {info.title}"))
     click.echo(f"route   {info.provider} / {info.model}" + (f"  at {info.base_url}" if info.base_url else ""))
     if info.parent_id:
         click.echo(f"branch  of {info.parent_id} after message #{info.branch_of_seq}")
