@@ -3,7 +3,7 @@
 Each run is ``python -m hermes chat --resume SID -q ...`` in a fresh process against an
 in-process emulator whose personalities stream slowly (``fault="slow"``). The process is
 killed mid-request (request received, no response byte yet), mid-stream, mid-commit (the
-``HERMES_TEST_COMMIT_DELAY`` hook holds ``append_turn``'s transaction open; the write lock is
+``bench/commit_delay.py`` launcher holds ``append_turn``'s transaction open; the write lock is
 probed from here) or at a random moment. After every kill:
 
 * ``PRAGMA integrity_check`` is ``ok`` and ``Store.load`` reads the session;
@@ -140,7 +140,7 @@ def decode_capture(resolved: Resolved, cap: Capture) -> Message | None:
     way the client folds a stream (SSE, or Bedrock's binary event stream)."""
     if cap.status != 200 or not cap.done:
         return None
-    wire = get_wire(resolved.route.wire)
+    decode = get_wire(resolved.route.wire).decoder(resolved).decode_event
     acc = Accumulator(resolved.key)
     try:
         if resolved.route.wire == "bedrock":
@@ -149,17 +149,12 @@ def decode_capture(resolved: Resolved, cap: Capture) -> Message | None:
             buf = EventStreamBuffer()
             buf.add_data(bytes(cap.body))
             for frame in buf:
-                for d in wire.decode_event(frame.headers[":event-type"], frame.payload):
+                for d in decode(frame.headers[":event-type"], frame.payload):
                     acc.feed(d)
         else:
-            dec = wire.decoder(resolved) if hasattr(wire, "decoder") else wire
-            decode = (dec.decode_event if dec is not wire
-                      else wire.new_decoder() if hasattr(wire, "new_decoder") else wire.decode_event)
             for event, data in iter_sse(iter(bytes(cap.body).decode().splitlines())):
                 for d in decode(event, data):
                     acc.feed(d)
-                if acc.finished and getattr(wire, "STREAM_ENDS_AT_FINISH", False):
-                    break
         return acc.result().message
     except Exception:
         return None
@@ -362,8 +357,9 @@ class CrashLoop:
             argv = [sys.executable, "-m", "hermes", "sessions", "compress", self.sessions[route]]
             label, step = "compaction/", 1
             phase = self.rng.choice(("request", "commit", "random"))
-        if phase == "commit":
-            env["HERMES_TEST_COMMIT_DELAY"] = str(self.commit_delay)
+        if phase == "commit":  # the same command through the launcher that pauses before COMMIT
+            argv = [sys.executable, str(Path(__file__).resolve().parent / "commit_delay.py"), str(self.commit_delay),
+                    *argv[3:]]
         proc = subprocess.Popen(argv, env=env, cwd=self.work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
         def nth() -> Capture | None:
@@ -503,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kills", type=int, default=200)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--delay", type=float, default=0.02, help="seconds between streamed chunks")
-    ap.add_argument("--commit-delay", type=float, default=0.4, help="HERMES_TEST_COMMIT_DELAY for commit kills")
+    ap.add_argument("--commit-delay", type=float, default=0.4, help="pause before COMMIT for commit kills (bench/commit_delay.py)")
     ap.add_argument("--routes", default=",".join(ROUTES))
     args = ap.parse_args(argv)
     t0 = time.monotonic()

@@ -1,6 +1,6 @@
 """Long fuzz profile: every decoder for N minutes in total (split evenly between targets).
 
-Same targets and mutators as ``tests/test_fuzz.py`` (``hermes.fuzzing``), driven by a seeded
+Same targets and mutators as ``tests/test_fuzz.py`` (``tests/fuzzing.py``), driven by a seeded
 ``random.Random`` instead of hypothesis so millions of cases cost nothing extra. Each case runs
 under a per-case time bound; an exception that is not a ``HermesError`` (or a hang) is
 unexpected and is printed with a minimal reproducer (shrunk by cutting bytes while the same
@@ -24,8 +24,9 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout, not an installed copy
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the fuzz harness is test code
 
-from hermes.fuzzing import TARGETS, Outcome, Target, capture_corpus, check
+from fuzzing import TARGETS, Outcome, Target, capture_corpus, check
 
 __all__ = ["main", "shrink"]
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         small = shrink(target, data, outcome)
         e = outcome.error
         print(f"\nUNEXPECTED in {target.name}: {type(e).__name__} at {_where(e) if e else '?'}: {str(e)[:200]}")
-        print(f"  reproducer ({len(small)} bytes): hermes.fuzzing.TARGETS[{TARGETS.index(target)}].run({small[:600]!r})")
+        print(f"  reproducer ({len(small)} bytes): fuzzing.TARGETS[{TARGETS.index(target)}].run({small[:600]!r})")
     total = sum(r[1] for r in rows)
     unexpected = sum(r[4] for r in rows)
     print(f"\nfuzz cases {total} unexpected {unexpected}")

@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Any
 
 from .errors import HermesError
@@ -51,7 +50,6 @@ from .resolve import Resolved
 from .wire import ToolSpec
 
 __all__ = [
-    "CONTEXT_WINDOWS",
     "SUMMARY_INSTRUCTION",
     "AutoCompactor",
     "CompactionError",
@@ -79,25 +77,6 @@ KEEP_RECENT_OUTPUTS = 2
 BUDGET_SHARE = 0.75
 """Share of a model's context window a request may use; the rest is the answer's."""
 
-CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
-    # (model pattern, fnmatch on the lower-case id's last segment; context window in tokens)
-    ("claude-*", 200_000),
-    ("*claude*", 200_000),
-    ("gemini-*", 1_048_576),
-    ("gpt-4.1*", 1_047_576),
-    ("gpt-5*", 400_000),
-    ("gpt-4o*", 128_000),
-    ("o1*", 200_000), ("o3*", 200_000), ("o4*", 200_000),
-    ("gpt-oss*", 131_072),
-    ("grok-4*", 256_000), ("grok-3*", 131_072),
-    ("deepseek*", 128_000),
-    ("kimi-k2*", 256_000),
-    ("qwen3*", 262_144),
-    ("glm-4.5*", 128_000), ("glm-4.6*", 200_000), ("glm-5*", 200_000),
-    ("minimax-m*", 1_000_000),
-)
-DEFAULT_WINDOW = 128_000
-
 SUMMARY_INSTRUCTION = (
     "You are compacting a conversation between a user and an AI assistant so it can continue "
     "in a smaller context. Write a concise but complete summary of the transcript below: the "
@@ -113,14 +92,10 @@ class CompactionError(HermesError):
 
 def context_budget(resolved: Resolved, configured: int = 0) -> int:
     """Tokens a request to ``resolved`` may use: ``config.context_budget`` when set, else
-    ``BUDGET_SHARE`` of the model's context window (:data:`CONTEXT_WINDOWS`)."""
+    ``BUDGET_SHARE`` of the model's context window (its profile, ``models``)."""
     if configured and configured > 0:
         return configured
-    model = resolved.model.lower().rsplit("/", 1)[-1]
-    for pattern, size in CONTEXT_WINDOWS:
-        if fnmatchcase(model, pattern):
-            return int(size * BUDGET_SHARE)
-    return int(DEFAULT_WINDOW * BUDGET_SHARE)
+    return int(resolved.profile.context_window * BUDGET_SHARE)
 
 
 # ----------------------------------------------------------------------------- the walk

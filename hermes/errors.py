@@ -10,8 +10,7 @@
     ├── ProviderError
     │   ├── ProviderHTTPError(status, body, route)
     │   │   ├── RateLimited
-    │   │   ├── AuthFailed
-    │   │   └── ReplayRejected   a 4xx naming a replayed field (see rejections)
+    │   │   └── AuthFailed
     │   ├── ProviderConnectionError
     │   └── StreamError         truncated or malformed response / stream
     └── StoreError
@@ -34,7 +33,6 @@ __all__ = [
     "ProviderError",
     "ProviderHTTPError",
     "RateLimited",
-    "ReplayRejected",
     "RouteError",
     "StoreError",
     "StreamError",
@@ -148,5 +146,3 @@ class AuthFailed(ProviderHTTPError):
     """401/403: the key is missing, wrong or lacks access."""
 
 
-class ReplayRejected(ProviderHTTPError):
-    """A 4xx that names a replayed reasoning field; carries what was learned."""

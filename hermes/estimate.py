@@ -121,11 +121,6 @@ FAMILIES: Mapping[str, TextModel] = {
 size is closest (Claude ≈ 65k → cl100k; Gemini, DeepSeek, Qwen, Kimi ≥ 150k → o200k). The
 usage factor learns the remaining difference per model."""
 
-_SMALL_VOCAB = re.compile(r"claude|anthropic|mistral|llama-?[23]")
-_O200K = re.compile(r"^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|o1|o3|o4|gpt-oss|chatgpt-|codex|computer-use)")
-_CL100K = re.compile(r"^(gpt-4|gpt-3\.5|text-embedding-3)")
-_OPENAI_ROUTES = frozenset({"openai", "openai-responses"})
-
 
 @dataclass(frozen=True, slots=True)
 class Basis:
@@ -139,23 +134,20 @@ class Basis:
         return self.encoding or f"ratio:{self.model.name}"
 
 
-def basis_for(resolved: Resolved) -> Basis:
-    """The pricing basis for a route and model.
+_BASES: Mapping[str, Basis] = {
+    "o200k_base": Basis("o200k_base", FAMILIES["o200k"]),
+    "cl100k_base": Basis("cl100k_base", FAMILIES["cl100k"]),
+    "ratio:o200k": Basis(None, FAMILIES["o200k"]),
+    "ratio:cl100k": Basis(None, FAMILIES["cl100k"]),
+}
+"""The pricing bases a profile or route can name (``models.TOKENS``)."""
 
-    Rule: the model id's last path segment (``openai/gpt-5`` → ``gpt-5``) names an OpenAI
-    model → its real encoding, on any route (OpenRouter, Vercel, Azure-style proxies serve the
-    same tokenizer). The OpenAI routes themselves default to o200k for unknown ids. Anything
-    else → the calibrated text model of the nearest vocabulary family.
-    """
-    model = resolved.model.lower().rsplit("/", 1)[-1]
-    if _O200K.match(model):
-        return Basis("o200k_base", FAMILIES["o200k"])
-    if _CL100K.match(model):
-        return Basis("cl100k_base", FAMILIES["cl100k"])
-    if resolved.route.key in _OPENAI_ROUTES:
-        return Basis("o200k_base", FAMILIES["o200k"])
-    small = resolved.route.wire == "anthropic" or _SMALL_VOCAB.search(model)
-    return Basis(None, FAMILIES["cl100k" if small else "o200k"])
+
+def basis_for(resolved: Resolved) -> Basis:
+    """The pricing basis for a route and model: the model profile's ``tokens`` (an OpenAI model
+    is priced by its real encoding on any route that serves it), else the route's default,
+    else the calibrated text model of the larger vocabulary family."""
+    return _BASES.get(resolved.profile.tokens or resolved.route.tokens, _BASES["ratio:o200k"])
 
 
 # ----------------------------------------------------------------------------- text

@@ -1,19 +1,15 @@
 """The call path: (route, history, tools) → one request → one parsed assistant turn.
 
-resolve → plan_replay → wire.to_wire → transport → wire.decode_event / from_wire → fold.
-Each wire module lives in ``hermes.wire.<wire>`` and provides ``to_wire``, ``from_wire``,
-``decode_event`` (or ``new_decoder()`` for a stateful per-stream decoder) and
-``endpoint(resolved, stream) -> (url, headers)``; a wire whose SDK owns
-the transport (Bedrock via botocore) provides ``call(...)`` instead of ``endpoint``.
+resolve → plan_replay → wire.to_wire → transport → wire.decoder(resolved) → fold. Every wire
+is a ``wire.Wire`` (``to_wire``, ``decoder``, ``endpoint``); the transport is the route's:
+HTTP for every row, botocore for ``auth = "aws"`` (SigV4 and the binary event stream).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,7 +20,12 @@ from .replay import BuildCache, Learned, ReplayPlan, Settings, plan_replay
 from .resolve import Resolved
 from .stream import Accumulator, Delta, Response
 from .transport import Transport
-from .wire import ToolSpec
+from .wire import ToolSpec, Wire, get_wire
+
+if TYPE_CHECKING:  # every wire module is checked against the protocol
+    from .wire import anthropic, bedrock, gemini, openai_chat, openai_responses
+
+    _WIRES: tuple[Wire, ...] = (anthropic, bedrock, gemini, openai_chat, openai_responses)
 
 __all__ = ["Exchange", "complete", "decode_body", "get_wire", "iter_sse"]
 
@@ -36,10 +37,6 @@ class Exchange:
     plan: ReplayPlan
     body: dict[str, Any]
     response: Response
-
-
-def get_wire(name: str) -> ModuleType:
-    return importlib.import_module(f"hermes.wire.{name}")
 
 
 def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
@@ -114,7 +111,7 @@ def complete(
                 on_delta(d)
 
     try:
-        _send(wire, resolved, body, stream=stream, key=key, transport=transport, feed=feed, acc=acc)
+        _send(wire, resolved, body, stream=stream, key=key, transport=transport, feed=feed)
     except ProviderHTTPError as e:
         e.sent_body = body  # type: ignore[attr-defined]  # for rejections.classify
         e.plan = plan  # type: ignore[attr-defined]
@@ -122,15 +119,18 @@ def complete(
     return Exchange(plan, body, acc.result())
 
 
-def _send(wire: ModuleType, resolved: Resolved, body: dict[str, Any], *, stream: bool, key: str | None,
-          transport: Transport | None, feed: Callable[[Sequence[Delta]], None], acc: Accumulator) -> None:
-    if hasattr(wire, "call"):
-        wire.call(resolved, body, stream=stream, api_key=key, feed=feed)
-        return
+def _send(wire: Wire, resolved: Resolved, body: dict[str, Any], *, stream: bool, key: str | None,
+          transport: Transport | None, feed: Callable[[Sequence[Delta]], None]) -> None:
+    """One path for every wire: a fresh decoder, then the route's transport.
 
-    # A wire that needs per-response state (``<think>`` splitting, part order) offers
-    # ``decoder(resolved)`` with the same two verbs; otherwise the module functions serve.
-    dec = wire.decoder(resolved) if hasattr(wire, "decoder") else wire
+    ``auth = "aws"`` rows go through botocore (SigV4 signing and the binary event stream);
+    every other row through ``Transport`` (HTTP + SSE). Both feed the same decoder's deltas."""
+    dec = wire.decoder(resolved)
+    if resolved.route.auth == "aws":
+        from .transport_aws import call
+
+        call(resolved, body, stream=stream, feed=feed, decoder=dec)
+        return
     url, headers = wire.endpoint(resolved, stream=stream)
     headers = {"content-type": "application/json", **headers, **auth_headers(resolved.route, key)}
     own = transport is None
@@ -139,16 +139,9 @@ def _send(wire: ModuleType, resolved: Resolved, body: dict[str, Any], *, stream:
     try:
         raw = orjson.dumps(body)
         if stream:
-            # A wire whose stream needs memory (Anthropic: which block index is thinking)
-            # offers ``new_decoder()``: one fresh decoder per stream.
-            # (``decoder(resolved)`` above serves both paths and wins when a wire offers it.)
-            decode = (dec.decode_event if dec is not wire
-                      else wire.new_decoder() if hasattr(wire, "new_decoder") else wire.decode_event)
             with t.stream(url, raw, headers, route=route) as r:
                 for event, data in iter_sse(r.iter_lines()):
-                    feed(decode(event, data))
-                    if acc.finished and getattr(wire, "STREAM_ENDS_AT_FINISH", False):
-                        break
+                    feed(dec.decode_event(event, data))
         else:
             _, content = t.post_json(url, raw, headers, route=route)
             feed(dec.from_wire(decode_body(content, route)))

@@ -26,7 +26,7 @@ import orjson
 from .history import open_loop_start, window
 from .messages import Message, Part, Reasoning, RouteKey, Text, ToolCall, ToolResult, blob_hash
 from .resolve import Resolved
-from .routes import Route, deep_merge
+from .routes import Route, at_path, deep_merge
 from .toolids import id_map, valid
 
 __all__ = [
@@ -234,7 +234,7 @@ def plan_replay(
             )
     if not thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
         planned = [_without_reasoning(p) for p in planned]
-    return ReplayPlan(target, tuple(planned), _request_fields(route, settings, thinking), thinking, tuple(notes))
+    return ReplayPlan(target, tuple(planned), _request_fields(target, settings, thinking), thinking, tuple(notes))
 
 
 def _part_ids(parts: Sequence[Part]) -> list[str]:
@@ -298,16 +298,17 @@ def _needs_thinking(p: PlannedMessage) -> bool:
     return any(isinstance(x, ToolCall) for x in p.parts) and not any(isinstance(x, Reasoning) for x in p.parts)
 
 
-def _request_fields(route: Route, settings: Settings, thinking: bool) -> dict[str, Any]:
+def _request_fields(target: Resolved, settings: Settings, thinking: bool) -> dict[str, Any]:
+    """The row's thinking switches (or its off switch), plus the effort where the route and the
+    model take it: an effort the route's map lacks, or the model does not accept, is not sent."""
+    route = target.route
     if not thinking:
-        return {}
+        return deep_merge({}, route.thinking_off)
     out = deep_merge({}, route.switches)
     if settings.effort and route.wire == "openai_chat":
-        path = route.effort_field.split(".")
-        patch: dict[str, Any] = {path[-1]: settings.effort}
-        for name in reversed(path[:-1]):
-            patch = {name: patch}
-        out = deep_merge(out, patch)
+        value = route.effort_map.get(settings.effort) if route.effort_map else settings.effort
+        if value and target.profile.takes_effort(value):
+            out = deep_merge(out, at_path(route.effort_field, value))
     return out
 
 
@@ -363,7 +364,7 @@ def _plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_lo
                 why.append(refusal)
             for name in owned:
                 sent.append(name)
-            _lift_native(p, owned, native_fields, tool_sigs)
+            _lift_native(p, owned, route, native_fields, tool_sigs)
         if sent:
             reason = "; ".join(["as carried by this route", *why]) if why else "as carried by this route"
             decisions.append(Decision(i, "field", tuple(sent), reason))
@@ -402,11 +403,12 @@ def _native_owned(p: Reasoning, target: Resolved, learned: Learned) -> tuple[lis
     return names, None
 
 
-def _lift_native(p: Reasoning, owned: Sequence[str], out: dict[str, Any], tool_sigs: dict[str, str]) -> None:
+def _lift_native(p: Reasoning, owned: Sequence[str], route: Route, out: dict[str, Any],
+                 tool_sigs: dict[str, str]) -> None:
     n = p.native
     assert n is not None
-    if "thought_signature" in owned and n.thought_signature:
-        out["extra_content"] = {"google": {"thought_signature": n.thought_signature}}
+    if "thought_signature" in owned and n.thought_signature and route.text_signature:
+        out.update(deep_merge(out, at_path(route.text_signature, n.thought_signature)))
     if "reasoning_text" in owned and n.reasoning_text:
         out["reasoning_text"] = n.reasoning_text
     if "reasoning_opaque" in owned and n.reasoning_opaque:

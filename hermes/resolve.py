@@ -10,26 +10,47 @@ Rules, in order:
 4. Otherwise the ``generic`` row (``reasoning_content`` only).
 
 User rows from ``$HERMES_HOME/routes.toml`` are searched before the built-in ones; a user
-row with a built-in key overrides just the fields it names.
+row with a built-in key overrides just the fields it names. ``[[model]]`` tables in the same
+file add model profile rows (``models``), searched before the built-in profiles.
+
+The model's profile is resolved here, once, into ``Resolved.profile``: wires, the estimator and
+compaction read it instead of looking at model ids.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigError, RouteError
 from .messages import RouteKey
+from .models import PROFILES, Profile, ProfileRow, profile_for
+from .profiles_toml import profile_row_from_toml
 from .routes import CARRIERS, NATIVE_FIELDS, ROUTES, TOOL_ID_RULES, WIRES, ModelRule, Route
-from .tomlfile import read_toml
+from .tomlfile import check_bool, check_choice, read_toml
 
-__all__ = ["Resolved", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve"]
+__all__ = ["Resolved", "Table", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve"]
+
+_DEFAULT_PROFILE = Profile()
+
+
+class Table(tuple[Route, ...]):
+    """Route rows plus the model profile rows that came with them (``routes.toml``)."""
+
+    profiles: tuple[ProfileRow, ...]
+
+    def __new__(cls, rows: Sequence[Route], profiles: Sequence[ProfileRow] = PROFILES) -> Table:
+        self = super().__new__(cls, rows)
+        self.profiles = tuple(profiles)
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +62,8 @@ class Resolved:
     host: str
     model: str
     why: tuple[str, ...]
+    profile: Profile = _DEFAULT_PROFILE
+    """The model's profile (``models``), resolved once for this request target."""
 
     @property
     def key(self) -> RouteKey:
@@ -70,7 +93,7 @@ def host_matches(host: str, pattern: str) -> bool:
     if len(h) < len(p):
         return False
     tail = h[len(h) - len(p):]
-    return all(pl == "*" or pl == hl for pl, hl in zip(p, tail, strict=True))
+    return all(pl == hl or ("*" in pl and fnmatchcase(hl, pl)) for pl, hl in zip(p, tail, strict=True))
 
 
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
@@ -90,7 +113,9 @@ def is_local_host(host: str) -> bool:
     return ip.is_loopback or ip.is_private or ip.is_link_local or (ip.version == 4 and ip in _CGNAT)
 
 
-def _row_matches(row: Route, host: str, path: str) -> str | None:
+def _row_matches(row: Route, host: str, path: str, model: str) -> str | None:
+    if row.models and not any(fnmatchcase(model.lower(), m) for m in row.models):
+        return None
     for pattern in row.hosts:
         if host_matches(host, pattern):
             if row.paths and not any(path.startswith(p) for p in row.paths):
@@ -135,7 +160,7 @@ def resolve(
         url = base_url
         host, path = parse_base_url(url)
         for row in table:
-            pattern = _row_matches(row, host, path)
+            pattern = _row_matches(row, host, path, model)
             if pattern:
                 why.append(f"host {host!r} matches {pattern!r} of row {row.key!r}")
                 break
@@ -149,16 +174,15 @@ def resolve(
     if not url and row.auth != "aws":
         raise RouteError(f"route {row.key!r} has no default base URL", hint="pass --base-url URL")
     host = parse_base_url(url)[0] if url else _aws_host(row)
-    applied = row.for_model(model)
+    profile = profile_for(model, table.profiles if isinstance(table, Table) else PROFILES)
+    applied = row.for_model(model, profile.prior_turns)
     for rule in row.model_rules:
         if rule.pattern and applied is not row and _rule_hit(rule, model):
             why.append(f"model {model!r} matches rule {rule.pattern!r}")
-    return Resolved(applied, url.rstrip("/") if url else "", host, model, tuple(why))
+    return Resolved(applied, url.rstrip("/") if url else "", host, model, tuple(why), profile)
 
 
 def _rule_hit(rule: ModelRule, model: str) -> bool:
-    from fnmatch import fnmatchcase
-
     return fnmatchcase(model.lower(), rule.pattern)
 
 
@@ -175,10 +199,12 @@ def _fallback(table: Sequence[Route]) -> Route:
 
 # ----------------------------------------------------------------------------- routes.toml
 
-_LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds", "key_env", "must_echo_models"}
+_LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds", "key_env", "models",
+                "must_echo_models"}
 _BOOL_FIELDS = {"must_echo", "think_tags", "local"}
 _STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope", "effort_field",
-               "tool_ids"}
+               "variant", "call_signature", "text_signature", "tokens", "tool_ids"}
+_TABLE_FIELDS = {"switches", "thinking_off", "effort_map", "headers"}
 _CHOICES = {
     "wire": WIRES,
     "auth": ("bearer", "x-api-key", "goog-api-key", "aws", "none"),
@@ -186,22 +212,61 @@ _CHOICES = {
     "prior_turns": ("all", "loop"),
     "blob_scope": ("model", "provider"),
     "tool_ids": TOOL_ID_RULES,
+    "variant": ("", "vertex"),
+    "tokens": ("", "o200k_base", "cl100k_base", "ratio:o200k", "ratio:cl100k"),
 }
-_ALLOWED = _LIST_FIELDS | _BOOL_FIELDS | _STR_FIELDS | {"switches", "model_rules"}
+_ALLOWED = _LIST_FIELDS | _BOOL_FIELDS | _STR_FIELDS | _TABLE_FIELDS | {"model_rules"}
 
 
-def load_table(path: Path | None, *, base: Sequence[Route] = ROUTES) -> tuple[Route, ...]:
-    """Built-in rows plus the user's ``routes.toml`` (if it exists); errors name file:line."""
+def _header_lines(src: str, header: str) -> list[int]:
+    return [n for n, line in enumerate(src.splitlines(), 1) if line.strip().startswith(header)]
+
+
+_LOADED: dict[tuple[str, bytes, int], Table] = {}
+
+
+def load_table(path: Path | None, *, base: Sequence[Route] = ROUTES) -> Table:
+    """Built-in rows plus the user's ``routes.toml`` (if it exists); errors name file:line.
+
+    Parsed once per process: the table is kept while the file's bytes stay the same, so a
+    gateway or REPL resolving a route per turn does not parse it again."""
     if path is None or not path.exists():
-        return tuple(base)
+        return Table(base)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return _load_table(path, base)
+    key = (str(path), digest, id(base))
+    table = _LOADED.get(key)
+    if table is None:
+        table = _load_table(path, base)
+        if len(_LOADED) >= 8:
+            _LOADED.clear()
+        _LOADED[key] = table
+    return table
+
+
+def _load_table(path: Path, base: Sequence[Route]) -> Table:
     src, data = read_toml(path)
-    unknown_top = set(data) - {"route"}
+    unknown_top = set(data) - {"route", "model"}
     if unknown_top:
-        raise ConfigError(f"{path}:1: unknown top-level key(s) {sorted(unknown_top)}; use [[route]] tables")
+        raise ConfigError(f"{path}:1: unknown top-level key(s) {sorted(unknown_top)}; "
+                          "use [[route]] and [[model]] tables")
     rows = data.get("route", [])
     if not isinstance(rows, list):
         raise ConfigError(f"{path}:1: 'route' must be an array of tables ([[route]])")
-    header_lines = [n for n, line in enumerate(src.splitlines(), 1) if line.strip().startswith("[[route]]")]
+    models = data.get("model", [])
+    if not isinstance(models, list):
+        raise ConfigError(f"{path}:1: 'model' must be an array of tables ([[model]])")
+    model_lines = _header_lines(src, "[[model]]")
+    profiles = []
+    for i, raw in enumerate(models):
+        line = model_lines[i] if i < len(model_lines) else 1
+        try:
+            profiles.append(profile_row_from_toml(raw, source=str(path)))
+        except ConfigError as e:
+            raise ConfigError(f"{path}:{line}: {e}") from None
+    header_lines = _header_lines(src, "[[route]]")
     table = list(base)
     added: list[Route] = []
     for i, raw in enumerate(rows):
@@ -215,7 +280,7 @@ def load_table(path: Path | None, *, base: Sequence[Route] = ROUTES) -> tuple[Ro
             added.append(row)
         else:
             table[idx] = row
-    return (*added, *table)
+    return Table((*added, *table), (*profiles, *PROFILES))
 
 
 def _row_from_toml(raw: Any, table: Sequence[Route], *, source: str) -> Route:
@@ -244,13 +309,9 @@ def _field(key: str, name: str, value: Any) -> Any:
     if name in _STR_FIELDS:
         if not isinstance(value, str):
             raise ConfigError(f"{where} must be a string")
-        if name in _CHOICES and value not in _CHOICES[name]:
-            raise ConfigError(f"{where} must be one of {', '.join(_CHOICES[name])}, not {value!r}")
-        return value
+        return check_choice(where, value, _CHOICES[name]) if name in _CHOICES else value
     if name in _BOOL_FIELDS:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where} must be true or false")
-        return value
+        return check_bool(where, value)
     if name in _LIST_FIELDS:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where} must be a list of strings")
@@ -260,10 +321,12 @@ def _field(key: str, name: str, value: Any) -> Any:
             raise ConfigError(f"{where}: unknown native field(s) {sorted(bad)}")
         if name in ("carriers", "native", "blob_kinds"):
             return frozenset(value)
-        return tuple(v.lower() if name in ("providers", "hosts", "must_echo_models") else v for v in value)
-    if name == "switches":
+        return tuple(v.lower() if name in ("providers", "hosts", "models", "must_echo_models") else v for v in value)
+    if name in _TABLE_FIELDS:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{where} must be a table")
+        if name in ("effort_map", "headers") and not all(isinstance(v, str) for v in value.values()):
+            raise ConfigError(f"{where}: every value must be a string")
         return dict(value)
     if name == "model_rules":
         if not isinstance(value, list):
@@ -272,15 +335,19 @@ def _field(key: str, name: str, value: Any) -> Any:
         for rule in value:
             if not isinstance(rule, Mapping) or not isinstance(rule.get("pattern"), str):
                 raise ConfigError(f"{where}: each rule needs a 'pattern' string")
-            if set(rule) - {f.name for f in fields(ModelRule)}:
-                raise ConfigError(f"{where}: unknown rule field(s) {sorted(set(rule) - {'pattern', 'switches', 'policy', 'prior_turns'})}")
-            if not isinstance(rule.get("switches", {}), Mapping):
-                raise ConfigError(f"{where}: rule {rule['pattern']!r}: 'switches' must be a table")
+            known = {f.name for f in fields(ModelRule)}
+            if set(rule) - known:
+                raise ConfigError(f"{where}: unknown rule field(s) {sorted(set(rule) - known)}")
+            for table_field in ("switches", "thinking_off"):
+                if not isinstance(rule.get(table_field, {}), Mapping):
+                    raise ConfigError(f"{where}: rule {rule['pattern']!r}: {table_field!r} must be a table")
             for opt in ("policy", "prior_turns"):
                 if rule.get(opt) is not None and rule[opt] not in _CHOICES[opt]:
                     raise ConfigError(f"{where}: rule {rule['pattern']!r}: {opt!r} must be one of "
                                       f"{', '.join(_CHOICES[opt])}")
+            off = rule.get("thinking_off")
             rules.append(ModelRule(rule["pattern"].lower(), dict(rule.get("switches", {})),
-                                   rule.get("policy"), rule.get("prior_turns")))
+                                   rule.get("policy"), rule.get("prior_turns"),
+                                   None if off is None else dict(off)))
         return tuple(rules)
     raise ConfigError(f"{where} is not supported")  # pragma: no cover - guarded by _ALLOWED

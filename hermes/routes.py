@@ -1,6 +1,6 @@
 """The route table: every provider route and how it takes reasoning back. Pure data.
 
-Each row is a measured fact about a provider (sources in ``shared/research/providers.md``):
+Each row is a measured fact about a provider (sources in ``docs/routes.md`` and ``docs/emulators.md``):
 which carrier fields its assistant messages read, whether a tool turn must echo
 ``reasoning_content``, which keep-thinking switches make it actually keep replayed
 reasoning, which private native fields it owns, and which opaque blob kinds it accepts back.
@@ -20,12 +20,15 @@ from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "CARRIERS",
+    "COPILOT_HEADERS",
     "NATIVE_FIELDS",
     "ROUTES",
     "TOOL_ID_RULES",
     "WIRES",
     "ModelRule",
     "Route",
+    "at_path",
+    "deep_merge",
     "route_by_key",
 ]
 
@@ -51,6 +54,8 @@ class ModelRule:
     """Replace the row's reasoning ``policy`` for matching models."""
     prior_turns: str | None = None
     """Replace the row's ``prior_turns`` for matching models."""
+    thinking_off: Mapping[str, Any] | None = None
+    """Replace the row's ``thinking_off`` for matching models (``{}``: say nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +102,27 @@ class Route:
     local: bool = False
     effort_field: str = "reasoning_effort"
     """Dotted path where a reasoning effort goes (Kimi: ``thinking.effort``, since Moonshot
-    rejects ``thinking`` next to ``reasoning_effort``)."""
+    rejects ``thinking`` next to ``reasoning_effort``; OpenRouter: ``reasoning.effort``)."""
+    effort_map: Mapping[str, str] = field(default_factory=dict)
+    """Our effort name → the route's value; when set, an effort it does not list is not sent
+    (the plain thinking switch goes alone). Empty: efforts pass through unchanged."""
+    thinking_off: Mapping[str, Any] = field(default_factory=dict)
+    """Request-body fields that switch thinking off (``--no-thinking``, compaction's summary
+    call) on models that would otherwise think by default."""
+    variant: Literal["", "vertex"] = ""
+    """Endpoint shape on a native wire: ``vertex`` (``…/publishers/P/models/M:verb``, model
+    in the URL) or the provider's own API."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra request headers every call on this route carries."""
+    call_signature: str = ""
+    """Dotted path inside a chat tool call where that call's thought signature goes."""
+    text_signature: str = ""
+    """Dotted path inside a chat assistant message where the turn's thought signature goes."""
+    models: tuple[str, ...] = ()
+    """When set, a base-URL host selects this row only for model ids matching one of these globs
+    (one Vertex host serves Claude and Gemini with different wires)."""
+    tokens: str = ""
+    """Token pricing basis for models no profile prices (``models.TOKENS``)."""
     base_url: str = ""
     key_env: tuple[str, ...] = ()
     auth: Literal["bearer", "x-api-key", "goog-api-key", "aws", "none"] = "bearer"
@@ -110,12 +135,17 @@ class Route:
         """A strict chat route rejects any unknown message key: it gets no reasoning key at all."""
         return self.wire == "openai_chat" and not self.carriers and not self.native
 
-    def for_model(self, model: str) -> Route:
-        """The row as it applies to ``model``: model rules folded in (switches deep-merged)."""
+    def for_model(self, model: str, prior_turns: str = "") -> Route:
+        """The row as it applies to ``model``: model rules folded in (switches deep-merged).
+
+        ``prior_turns`` is the model profile's policy: it replaces the row's default, and a
+        model rule of this row replaces both."""
         m = model.lower()
         out = self
         if not self.must_echo and any(fnmatchcase(m, g) for g in self.must_echo_models):
             out = replace(out, must_echo=True)
+        if prior_turns and prior_turns != self.prior_turns:
+            out = replace(out, prior_turns=prior_turns)  # type: ignore[arg-type]
         for rule in self.model_rules:
             if fnmatchcase(m, rule.pattern):
                 out = replace(
@@ -123,6 +153,7 @@ class Route:
                     switches=deep_merge(out.switches, rule.switches),
                     policy=rule.policy or out.policy,  # type: ignore[arg-type]
                     prior_turns=rule.prior_turns or out.prior_turns,  # type: ignore[arg-type]
+                    thinking_off=out.thinking_off if rule.thinking_off is None else rule.thinking_off,
                 )
         return out
 
@@ -138,12 +169,32 @@ def deep_merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def at_path(path: str, value: Any) -> dict[str, Any]:
+    """``{"a": {"b": value}}`` for the dotted path ``a.b``."""
+    names = path.split(".")
+    out: dict[str, Any] = {names[-1]: value}
+    for name in reversed(names[:-1]):
+        out = {name: out}
+    return out
+
+
 _GLM_KEEP = {"thinking": {"type": "enabled", "clear_thinking": False}}
 _QWEN_TEMPLATE_KEEP = (ModelRule("*qwen3*", switches={"chat_template_kwargs": {"preserve_thinking": True}}),)
 _NONE: frozenset[str] = frozenset()
-# Claude models that do not keep earlier turns' thinking: only the open tool loop's goes back.
-_CLAUDE_PRIOR = (ModelRule("claude-3*", prior_turns="loop"), ModelRule("claude-*-4-[0-4]*", prior_turns="loop"),
-                 ModelRule("claude-sonnet-4-5*", prior_turns="loop"), ModelRule("claude-haiku-4*", prior_turns="loop"))
+_OFF = {"thinking": {"type": "disabled"}}
+"""The off switch of models that think unless told not to (DeepSeek, Kimi K2.x, GLM, MiMo, TokenHub)."""
+_ASK = {"reasoning": {"enabled": True}}
+"""OpenRouter-format gateways: Claude, Gemini 3 and GPT-5 behind them think only when asked."""
+_SIGNED = frozenset({"anthropic.signature", "anthropic.redacted"})
+_VERTEX_HOSTS = ("aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
+_GEMINI_SIG = "extra_content.google.thought_signature"
+COPILOT_HEADERS: Mapping[str, str] = {
+    "copilot-integration-id": "vscode-chat",
+    "editor-version": "vscode/1.104.0",
+    "editor-plugin-version": "copilot-chat/0.31.0",
+    "openai-intent": "conversation-panel",
+}
+"""Copilot refuses requests that do not name an integration and an editor."""
 
 # Order matters only for host matching among rows: the first row whose host matches wins.
 # Strict rows come first so a custom provider pointed at api.groq.com gets nothing.
@@ -164,26 +215,31 @@ ROUTES: tuple[Route, ...] = (
           key_env=("HUNYUAN_API_KEY",)),
     # --- must-echo: tool turns need reasoning_content back, " " when none ----------------
     Route("deepseek", "openai_chat", "DeepSeek", hosts=("api.deepseek.com",),
-          carriers=frozenset({RC}), must_echo=True, switches={"thinking": {"type": "enabled"}},
+          carriers=frozenset({RC}), must_echo=True, switches={"thinking": {"type": "enabled"}}, thinking_off=_OFF,
           base_url="https://api.deepseek.com", key_env=("DEEPSEEK_API_KEY",)),
     Route("kimi", "openai_chat", "Kimi / Moonshot", providers=("moonshot", "kimi-coding", "kimi-coding-cn"),
           hosts=("api.kimi.com", "moonshot.ai", "moonshot.cn"), carriers=frozenset({RC}), must_echo=True,
           effort_field="thinking.effort",
-          model_rules=(ModelRule("*k2*", switches={"thinking": {"type": "enabled", "keep": "all"}}),),
+          effort_map={"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"},
+          model_rules=(ModelRule("*k2*", switches={"thinking": {"type": "enabled", "keep": "all"}}, thinking_off=_OFF),
+                       ModelRule("*k2.7-code*", thinking_off={})),
           base_url="https://api.moonshot.ai/v1", key_env=("MOONSHOT_API_KEY", "KIMI_API_KEY")),
     Route("mimo", "openai_chat", "Xiaomi MiMo", providers=("xiaomi",),
           hosts=("xiaomimimo.com",), carriers=frozenset({RC}), must_echo=True,
-          switches={"thinking": {"type": "enabled"}},
+          switches={"thinking": {"type": "enabled"}}, thinking_off=_OFF,
           base_url="https://api.xiaomimimo.com/v1", key_env=("MIMO_API_KEY", "XIAOMI_API_KEY")),
     # --- OpenRouter-format gateways: RC + R + RD -----------------------------------------
     Route("openrouter", "openai_chat", "OpenRouter", hosts=("openrouter.ai",),
-          carriers=frozenset({RC, R, RD}), must_echo_models=_AGG_ECHO, base_url="https://openrouter.ai/api/v1",
+          carriers=frozenset({RC, R, RD}), switches=_ASK, effort_field="reasoning.effort", must_echo_models=_AGG_ECHO,
+          base_url="https://openrouter.ai/api/v1",
           key_env=("OPENROUTER_API_KEY",)),
     Route("kilo", "openai_chat", "Kilo Gateway", providers=("kilocode",), hosts=("kilo.ai",),
-          carriers=frozenset({RC, R, RD}), must_echo_models=_AGG_ECHO, base_url="https://api.kilo.ai/api/gateway",
+          carriers=frozenset({RC, R, RD}), switches=_ASK, effort_field="reasoning.effort", must_echo_models=_AGG_ECHO,
+          base_url="https://api.kilo.ai/api/gateway",
           key_env=("KILO_API_KEY",)),
     Route("vercel", "openai_chat", "Vercel AI Gateway", providers=("ai-gateway",),
-          hosts=("ai-gateway.vercel.sh",), carriers=frozenset({RC, R, RD}), must_echo_models=_AGG_ECHO,
+          hosts=("ai-gateway.vercel.sh",), carriers=frozenset({RC, R, RD}), switches=_ASK,
+          effort_field="reasoning.effort", must_echo_models=_AGG_ECHO,
           base_url="https://ai-gateway.vercel.sh/v1", key_env=("AI_GATEWAY_API_KEY", "VERCEL_API_KEY")),
     Route("nous", "openai_chat", "Nous Portal", providers=("nous-portal",), hosts=("nousresearch.com",),
           carriers=frozenset({RC, R, RD}), think_tags=True, must_echo_models=_AGG_ECHO,
@@ -196,15 +252,19 @@ ROUTES: tuple[Route, ...] = (
           base_url="https://api.minimax.io/v1", key_env=("MINIMAX_API_KEY",)),
     Route("tencent", "openai_chat", "Tencent TokenHub", providers=("tencent-tokenhub",),
           hosts=("tokenhub.tencentmaas.com", "tokenhub-intl.tencentcloudmaas.com"),
-          carriers=frozenset({RC, RD}), switches={"thinking": {"type": "enabled"}},
+          carriers=frozenset({RC, RD}), switches={"thinking": {"type": "enabled"}}, thinking_off=_OFF,
           base_url="https://tokenhub.tencentmaas.com/v1", key_env=("TOKENHUB_API_KEY",)),
     # --- reasoning_content with keep-thinking switches ---------------------------------
     Route("glm", "openai_chat", "Z.ai / GLM", providers=("zai", "zhipu"), hosts=("z.ai", "bigmodel.cn"),
-          carriers=frozenset({RC}), switches=_GLM_KEEP,
+          carriers=frozenset({RC}), switches=_GLM_KEEP, thinking_off=_OFF,
           base_url="https://api.z.ai/api/paas/v4", key_env=("ZAI_API_KEY", "GLM_API_KEY")),
     Route("dashscope", "openai_chat", "Alibaba DashScope", providers=("alibaba", "qwen"),
           hosts=("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"), carriers=frozenset({RC}),
-          model_rules=(*(ModelRule(p, switches={"preserve_thinking": True})
+          thinking_off={"enable_thinking": False},
+          # Qwen3 hybrid models think only when told (3.5+ by default): without it,
+          # preserve_thinking keeps nothing. Said for every Qwen3 whenever thinking is on.
+          model_rules=(ModelRule("*qwen3*", switches={"enable_thinking": True}),
+                       *(ModelRule(p, switches={"preserve_thinking": True})
                          for p in ("qwen3.6*", "qwen3.7*", "qwen3.8*", "qwen3.9*", "kimi-k2.6*", "kimi-k2.7*")),
                        ModelRule("glm-5*", switches={"clear_thinking": False})),
           base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1", key_env=("DASHSCOPE_API_KEY",)),
@@ -213,14 +273,16 @@ ROUTES: tuple[Route, ...] = (
     Route("xai", "openai_chat", "xAI", hosts=("x.ai",), carriers=frozenset({RC}),
           base_url="https://api.x.ai/v1", key_env=("XAI_API_KEY",)),
     Route("openai", "openai_chat", "OpenAI Chat Completions", hosts=("api.openai.com",),
-          carriers=frozenset({RC}), base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",)),
+          carriers=frozenset({RC}), tokens="o200k_base", base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",)),
     # --- private native carriers on the chat wire --------------------------------------
     Route("copilot", "openai_chat", "GitHub Copilot", providers=("github-copilot",), hosts=("githubcopilot.com",),
           carriers=_NONE, native=frozenset({"reasoning_opaque", "reasoning_text", "tool_signatures"}),
+          call_signature="function.thought_signature", headers=COPILOT_HEADERS,
           base_url="https://api.githubcopilot.com", key_env=("COPILOT_API_KEY", "GITHUB_TOKEN")),
     Route("gemini-openai", "openai_chat", "Gemini (OpenAI-compatible)", providers=("gemini-compat",),
           hosts=("generativelanguage.googleapis.com",), paths=("/v1beta/openai",),
           carriers=frozenset({RC}), native=frozenset({"thought_signature", "tool_signatures"}),
+          call_signature=_GEMINI_SIG, text_signature=_GEMINI_SIG,
           base_url="https://generativelanguage.googleapis.com/v1beta/openai", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY")),
     # --- local servers: RC + R (llama.cpp/SGLang read RC; vLLM/Ollama read R) ------------
     Route("ollama-cloud", "openai_chat", "Ollama Cloud", hosts=("ollama.com",), carriers=frozenset({RC, R}),
@@ -242,19 +304,20 @@ ROUTES: tuple[Route, ...] = (
           carriers=frozenset({RC, R}), local=True, auth="none", model_rules=_QWEN_TEMPLATE_KEEP),
     # --- native wires -------------------------------------------------------------------
     Route("anthropic", "anthropic", "Anthropic Messages", providers=("claude",), hosts=("api.anthropic.com",),
-          blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}), policy="signed",
+          blob_kinds=_SIGNED, policy="signed", tokens="ratio:cl100k",
           prior_turns="all", auth="x-api-key", base_url="https://api.anthropic.com", tool_ids="anthropic",
-          key_env=("ANTHROPIC_API_KEY",), model_rules=_CLAUDE_PRIOR),
+          key_env=("ANTHROPIC_API_KEY",)),
     Route("anthropic-vertex", "anthropic", "Anthropic on Vertex AI", providers=("vertex-anthropic",),
-          blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}), policy="signed",
-          key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN"), model_rules=_CLAUDE_PRIOR,
-          tool_ids="anthropic", base_url="https://aiplatform.googleapis.com/v1/projects/-/locations/global"),
+          hosts=_VERTEX_HOSTS, models=("*claude*",), variant="vertex",
+          blob_kinds=_SIGNED, policy="signed", tokens="ratio:cl100k",
+          key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN"), tool_ids="anthropic",
+          base_url="https://aiplatform.googleapis.com/v1/projects/-/locations/global"),
     Route("anthropic-foundry", "anthropic", "Anthropic on Azure Foundry", providers=("foundry",),
-          hosts=("services.ai.azure.com",), blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}),
+          hosts=("services.ai.azure.com",), blob_kinds=_SIGNED, tokens="ratio:cl100k",
           policy="signed", auth="x-api-key", key_env=("ANTHROPIC_FOUNDRY_API_KEY", "AZURE_API_KEY"),
-          model_rules=_CLAUDE_PRIOR, tool_ids="anthropic"),
+          tool_ids="anthropic"),
     Route("bedrock", "bedrock", "AWS Bedrock Converse", providers=("aws-bedrock",),
-          hosts=("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"), blob_kinds=frozenset({"anthropic.signature", "anthropic.redacted"}),
+          hosts=("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"), blob_kinds=_SIGNED,
           policy="unsigned", auth="aws", tool_ids="anthropic",  # older ToolUseBlock docs: Anthropic's pattern
           model_rules=(ModelRule("*claude*", policy="signed"),
                        ModelRule("*deepseek.r1*", policy="strip"), ModelRule("*deepseek-r1*", policy="strip"),
@@ -263,12 +326,14 @@ ROUTES: tuple[Route, ...] = (
           hosts=("generativelanguage.googleapis.com",), native=frozenset({"thought_signature", "tool_signatures"}),
           blob_scope="provider", auth="goog-api-key",
           base_url="https://generativelanguage.googleapis.com/v1beta", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY")),
-    Route("gemini-vertex", "gemini", "Gemini on Vertex AI", providers=("vertex",), hosts=("aiplatform.googleapis.com",),
-          native=frozenset({"thought_signature", "tool_signatures"}), blob_scope="provider",
+    Route("gemini-vertex", "gemini", "Gemini on Vertex AI", providers=("vertex",), hosts=_VERTEX_HOSTS,
+          variant="vertex", native=frozenset({"thought_signature", "tool_signatures"}), blob_scope="provider",
           key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN")),
     Route("openai-responses", "openai_responses", "OpenAI Responses", providers=("responses", "codex"),
           blob_kinds=frozenset({"openai.encrypted"}), policy="signed", base_url="https://api.openai.com/v1",
-          key_env=("OPENAI_API_KEY",)),
+          key_env=("OPENAI_API_KEY",), tokens="o200k_base",
+          # gpt-5.4 / 5.5 read replayed earlier-turn reasoning only when asked (5.6 does by default).
+          model_rules=(ModelRule("gpt-5.[4-6]*", switches={"reasoning": {"context": "all_turns"}}),)),
     Route("xai-responses", "openai_responses", "xAI Responses", blob_kinds=frozenset({"openai.encrypted"}),
           policy="signed",
           base_url="https://api.x.ai/v1", key_env=("XAI_API_KEY",)),

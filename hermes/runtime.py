@@ -9,21 +9,12 @@ replayed to the new route).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .config import Config
 from .errors import RouteError
 from .paths import routes_path
 from .resolve import Resolved, load_table, resolve
 
-__all__ = ["Choice", "choose_route", "open_session"]
-
-
-@dataclass(frozen=True, slots=True)
-class Choice:
-    provider: str | None
-    model: str | None
-    base_url: str | None
+__all__ = ["choose_route", "open_session"]
 
 
 def choose_route(config: Config, *, provider: str | None, model: str | None, base_url: str | None,

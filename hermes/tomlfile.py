@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["read_toml"]
+__all__ = ["check_bool", "check_choice", "read_toml"]
 
 
 def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
@@ -25,3 +25,17 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise ConfigError(f"{path}:{m.group(1) if m else 1}: invalid TOML: {e}") from None
+
+
+def check_bool(where: str, value: Any) -> bool:
+    """``value`` if it is a TOML boolean, else a ``ConfigError`` naming ``where``."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false")
+    return value
+
+
+def check_choice(where: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``, else a ``ConfigError`` listing them."""
+    if value not in choices:
+        raise ConfigError(f"{where} must be one of {', '.join(choices)}, not {value!r}")
+    return str(value)

@@ -62,16 +62,24 @@ def _error_text(status: int, body: str) -> str:
     return str(msg)[:500]
 
 
-def error_from_response(status: int, body: str, headers: Mapping[str, str], route: str) -> ProviderHTTPError:
+_AUTH_CODES = frozenset({"AccessDeniedException", "UnrecognizedClientException"})
+_THROTTLE_CODES = frozenset({"ThrottlingException"})
+
+
+def error_from_response(status: int, body: str, headers: Mapping[str, str], route: str, *,
+                        code: str = "") -> ProviderHTTPError:
+    """The typed error for a provider's refusal, whichever transport received it: HTTP, or
+    botocore (which also gives an AWS error ``code``, e.g. ``ThrottlingException``)."""
     text = _error_text(status, body)
     cls: type[ProviderHTTPError] = ProviderHTTPError
     hint = ""
-    if status in (401, 403):
-        cls, hint = AuthFailed, "check the API key for this provider (--api-key or its environment variable)"
-    elif status == 429:
+    if status in (401, 403) or code in _AUTH_CODES:
+        cls, hint = AuthFailed, ("check the credentials for this provider (--api-key or its environment "
+                                 "variable; AWS credentials and model access for Bedrock)")
+    elif status == 429 or code in _THROTTLE_CODES:
         cls, hint = RateLimited, "the provider is rate limiting; wait and retry"
-    return cls(f"{route}: HTTP {status}: {text}", status=status, body=body, route=route,
-               headers=dict(headers), hint=hint)
+    return cls(f"{route}: HTTP {status}{' ' + code if code else ''}: {text}", status=status, body=body,
+               route=route, headers=dict(headers), hint=hint)
 
 
 def _retry_after(headers: Mapping[str, str], attempt: int) -> float:

@@ -36,7 +36,7 @@ from hermes.stream import fold
 from hermes.wire import ToolSpec
 from hermes.wire import bedrock as wire
 
-CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+CLAUDE = "us.anthropic.claude-opus-4-5-20251101-v1:0"
 CLAUDE_REDACT = "anthropic.claude-redact-sonnet-4-5-v1:0"
 DEEPSEEK = "us.deepseek.r1-v1:0"
 GPT_OSS = "openai.gpt-oss-120b-1:0"
@@ -379,7 +379,7 @@ def test_missing_credentials_is_a_config_error(emu: Any, monkeypatch: pytest.Mon
     ("anthropic.claude-3-7-sonnet-20250219-v1:0", "high",
      {"thinking": {"type": "enabled", "budget_tokens": 16000}}, 20096),
     ("us.anthropic.claude-opus-4-6-v1:0", "high",
-     {"thinking": {"type": "adaptive", "display": "summarized"}, "output_config": {"effort": "high"}}, 8192),
+     {"thinking": {"type": "adaptive", "display": "summarized"}, "output_config": {"effort": "high"}}, 32000),
     ("amazon.nova-2-lite-v1:0", "minimal", {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "low"}}, None),
     ("meta.llama3-3-70b-instruct-v1:0", "high", None, None),
 ])

@@ -57,6 +57,15 @@ def test_routes_explain_says_why(hermes_home):
     assert "generic" in r.stdout and "matches no row" in r.stdout
 
 
+def test_routes_explain_shows_the_model_profile(hermes_home):
+    r = run("routes", "explain", "-u", "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5",
+            "-m", "claude-opus-4-6", home=hermes_home)
+    assert r.returncode == 0, r.stderr
+    assert "anthropic-vertex" in r.stdout and "adaptive" in r.stdout and "context 200,000 tokens" in r.stdout
+    data = orjson.loads(run("routes", "explain", "-p", "glm", "-m", "glm-5.1", "--json", home=hermes_home).stdout)
+    assert data["profile"]["efforts"] == [] and data["route"]["thinking_off"] == {"thinking": {"type": "disabled"}}
+
+
 def test_replay_file_prints_exact_fields_per_route(history_file, hermes_home):
     r = run("replay", str(history_file), "--provider", "deepseek", "--model", "deepseek-v4", "--json", home=hermes_home)
     assert r.returncode == 0, r.stderr

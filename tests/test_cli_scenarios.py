@@ -78,7 +78,7 @@ ROUTES: dict[str, tuple[list[str], str, Callable[[dict[str, Any], Message], None
                    chat_fields({"reasoning_content", "reasoning", "reasoning_details"})),
     "local": (["-m", "qwen3-32b"], "local", chat_fields({"reasoning_content", "reasoning"})),
     "anthropic": (["-p", "anthropic", "-m", "claude-opus-5"], "anthropic", anthropic_blocks),
-    "bedrock": (["-p", "bedrock", "-m", "anthropic.claude-sonnet-4-5-v1:0"], "bedrock", bedrock_blocks),
+    "bedrock": (["-p", "bedrock", "-m", "anthropic.claude-opus-4-5-v1:0"], "bedrock", bedrock_blocks),
     "gemini": (["-p", "gemini", "-m", "gemini-3-pro-preview"], "gemini", gemini_signatures),
     "copilot": (["-p", "copilot", "-m", "claude-sonnet-4.5"], "copilot", copilot_fields),
 }

@@ -92,3 +92,32 @@ def test_delete_asks_and_then_deletes(session, hermes_home):
     r = cli(hermes_home, "sessions", "delete", session, "--yes")
     assert f"deleted {session}" in r.stdout
     assert orjson.loads(cli(hermes_home, "sessions", "list", "--json").stdout) == []
+
+
+def test_chat_waits_for_the_session_lease_a_gateway_holds(session, emulator, hermes_home, tmp_path):
+    """`hermes chat` takes the lease the gateway takes: while another turn holds the session,
+    the CLI turn sends nothing; once it is released, the CLI turn runs."""
+    import time
+
+    from hermes.store import Store
+
+    store = Store(hermes_home / "state.db")
+    assert store.acquire_lock(session, "gateway-worker-turn", 60)
+    before = len(emulator.requests("openrouter"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(HERMES_HOME=str(hermes_home), HERMES_API_KEY=CANARY)
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "chat", "-r", session, "-q", "and now?", "--json"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)  # the CLI is up and polling the lease by now
+        assert proc.poll() is None, proc.communicate()
+        assert len(emulator.requests("openrouter")) == before, "no request while another turn holds the session"
+        assert store.release_lock(session, "gateway-worker-turn")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert orjson.loads(out)["session_id"] == session
+    assert len(emulator.requests("openrouter")) > before
+    assert store.acquire_lock(session, "gateway-worker-turn", 60), "the CLI released the lease"

@@ -42,7 +42,7 @@ from hermes.wire import ToolSpec
 KEY = "sk-test-compaction-0123456789"
 SCENARIOS = [
     ("anthropic", "claude-opus-4-6"),
-    ("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+    ("bedrock", "us.anthropic.claude-opus-4-5-20251101-v1:0"),
     ("gemini", "gemini-2.5-flash"),
     ("openai-responses", "gpt-5"),
     ("deepseek", "deepseek-v4-pro"),
@@ -91,7 +91,10 @@ def _asks_for_thinking(route: str, body: dict[str, Any]) -> bool:
         case "openai-responses":
             return "reasoning" in body or "include" in body
         case "deepseek" | "openrouter":
-            return bool({"thinking", "reasoning", "reasoning_effort"} & set(body))
+            # DeepSeek thinks unless told otherwise: the summary call must say thinking off
+            if route == "deepseek" and body.get("thinking") != {"type": "disabled"}:
+                return True
+            return bool({"reasoning", "reasoning_effort"} & set(body))
     raise AssertionError(route)
 
 

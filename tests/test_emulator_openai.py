@@ -36,7 +36,10 @@ THINK_TAGS = {"nous", "sambanova"}
 """Reasoning arrives as ``<think>…</think>`` inside ``content``."""
 NO_REPLAY = {"mistral", "groq", "cerebras", "sambanova", "hunyuan"}
 """Strict schemas with no reasoning key at all: the echo carries none."""
-EXTRA_BODY: dict[str, dict[str, Any]] = {"minimax": {"reasoning_split": True}}
+_ASK = {"reasoning": {"enabled": True}}
+EXTRA_BODY: dict[str, dict[str, Any]] = {"minimax": {"reasoning_split": True}, "openrouter": _ASK, "kilo": _ASK,
+                                         "vercel": _ASK}
+"""How each personality is asked to think where its models think only when asked."""
 NAMES = sorted(RETURNS)
 TOOLS = [{"type": "function", "function": {"name": "list_files", "description": "List files",
                                            "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
@@ -429,7 +432,7 @@ def sse_lines(emu: Emulator, name: str, body: dict[str, Any]) -> tuple[int, list
 
 
 def body_for(emu: Emulator, name: str, **kw: Any) -> dict[str, Any]:
-    return {"model": default_model(emu, name), "messages": [USER], "tools": TOOLS, **kw}
+    return {"model": default_model(emu, name), "messages": [USER], "tools": TOOLS, **EXTRA_BODY.get(name, {}), **kw}
 
 
 def test_stream_wire_shape(emu: Emulator) -> None:

@@ -1,7 +1,7 @@
 """Quick fuzz profile: every decoder, fed mutated real payloads, ends in a ``HermesError`` or a
 well-formed turn — never another exception, never a hang (``bench/fuzz.py`` is the long run).
 
-Seeds are captured from the emulators over loopback HTTP (see ``hermes.fuzzing``); hypothesis
+Seeds are captured from the emulators over loopback HTTP (see ``tests/fuzzing.py``); hypothesis
 drives the shared mutators through ``st.randoms`` and shrinks the random choices on failure.
 """
 
@@ -10,15 +10,15 @@ from __future__ import annotations
 import random
 import time
 
+import fuzzing
 import orjson
 import pytest
+from fuzzing import TARGETS, Hang, Target, capture_corpus, check, time_bound
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes import fuzzing
 from hermes.emulate.bedrock import encode_frame
 from hermes.errors import ConfigError, HermesError, StreamError
-from hermes.fuzzing import TARGETS, Hang, Target, capture_corpus, check, time_bound
 
 BY_NAME = {t.name: t for t in TARGETS}
 FAST = settings(max_examples=60, deadline=None, derandomize=True,
@@ -137,11 +137,11 @@ def test_alias_with_non_string_provider_is_a_config_error() -> None:
 # --------------------------------------------------------------------- the harness itself
 
 
+@pytest.mark.timeout(60)
 def test_time_bound_reports_a_hang() -> None:
-    start = time.monotonic()
+    """A bound that did not cut the call short would wait out the whole sleep (and time out)."""
     with pytest.raises(Hang):
-        time_bound(lambda: time.sleep(5), seconds=0.2)
-    assert time.monotonic() - start < 2
+        time_bound(lambda: time.sleep(600), seconds=0.2)
 
 
 def test_check_classifies_outcomes() -> None:

@@ -44,6 +44,9 @@ DIFFERENCES: Mapping[str, str] = {
     # case id → why the remaining difference from the recorded client's request is harmless
     "anthropic/anthropic_model_thinking_part": _PRIOR_CLAUDE,
     "anthropic/anthropic_model_thinking_part_redacted": _PRIOR_CLAUDE,
+    # Claude Sonnet 4.0 / 3.7 on Bedrock: the same model profile as on the direct API (docs/models.md)
+    "bedrock/bedrock_model_thinking_part_anthropic": _PRIOR_CLAUDE,
+    "bedrock/bedrock_model_thinking_part_redacted": _PRIOR_CLAUDE,
     "cerebras/cerebras_thinking_part_survives_multiturn": (
         "Cerebras' row is strict, so no reasoning goes back; the client sent `reasoning` on an earlier "
         "turn (accepted). gpt-oss drops earlier turns' reasoning by its own format rules"),

@@ -215,13 +215,14 @@ def test_requests_per_turn_bounded_and_history_untouched(emu: Emulator, tmp_path
     emu.state.set_control("openrouter", reject_fields=[])
 
 
+@pytest.mark.timeout(120)
 @given(st.text(max_size=3000))
 @settings(max_examples=200, deadline=None)
-def test_error_reading_is_linear_time(text: str) -> None:
-    """Error bodies are attacker-shaped text: reading one must never backtrack catastrophically."""
-    started = time.monotonic()
-    mentions(400, text + " unknown field (" + "a " * 200 + ")")
-    assert time.monotonic() - started < 0.5
+def test_error_reading_never_backtracks_catastrophically(text: str) -> None:
+    """Error bodies are attacker-shaped text: reading one must never backtrack catastrophically.
+    A catastrophic pattern hangs on these inputs (the timeout catches it); its speed is
+    measured in ``bench/fuzz.py``, not asserted here."""
+    mentions(400, text + " unknown field (" + "a " * 2000 + ")")
 
 
 def test_signature_rejection_suppresses_the_blob_by_hash_and_retries_once(emu: Emulator, tmp_path: Path) -> None:

@@ -167,7 +167,7 @@ def test_anthropic_thinking_is_turned_off_when_the_open_loop_has_only_foreign_th
     assert plan.thinking is False and plan.notes
 
 
-@pytest.mark.parametrize("model,policy", [("anthropic.claude-sonnet-4-5-v1:0", "signed"),
+@pytest.mark.parametrize("model,policy", [("anthropic.claude-sonnet-4-6-v1:0", "signed"),
                                           ("deepseek.r1-v1:0", "strip"), ("openai.gpt-oss-120b-1:0", "unsigned")])
 def test_bedrock_policy_per_model(model, policy):
     t = target("bedrock", model)
@@ -227,13 +227,15 @@ def test_learned_rejection_drops_fields_but_never_must_echo_rc():
 
 def test_switches_are_sent_whenever_thinking_is_on():
     assert plan_replay([], target("glm", "glm-4.7")).request_fields == {"thinking": {"type": "enabled", "clear_thinking": False}}
-    assert plan_replay([], target("dashscope", "qwen3.7-plus")).request_fields == {"preserve_thinking": True}
+    assert plan_replay([], target("dashscope", "qwen3.7-plus")).request_fields == {"preserve_thinking": True,
+                                                                                   "enable_thinking": True}
     assert plan_replay([], target("dashscope", "qwen-max")).request_fields == {}
     kimi = plan_replay([], target("kimi", "kimi-k2.6"), settings=Settings(effort="high")).request_fields
     assert kimi == {"thinking": {"type": "enabled", "keep": "all", "effort": "high"}}
     assert "reasoning_effort" not in kimi
     assert plan_replay([], target("vllm", "Qwen3.6-32B")).request_fields == {"chat_template_kwargs": {"preserve_thinking": True}}
-    assert plan_replay([], target("glm", "glm-4.7"), settings=Settings(thinking=False)).request_fields == {}
+    assert plan_replay([], target("glm", "glm-4.7"), settings=Settings(thinking=False)).request_fields == {
+        "thinking": {"type": "disabled"}}
     assert plan_replay([], target("openai", "o4"), settings=Settings(effort="low")).request_fields == {"reasoning_effort": "low"}
 
 

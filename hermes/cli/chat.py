@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,38 +12,24 @@ __all__ = ["chat"]
 
 
 class _Spinner:
-    """A spinner on a terminal's stderr while a request waits for its first byte."""
-
-    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    """rich's spinner on a terminal's stderr while a request waits for its first byte."""
 
     def __init__(self) -> None:
         self.enabled = sys.stderr.isatty()
-        self._stop: threading.Event | None = None
-        self._thread: threading.Thread | None = None
+        self._status: Any = None
 
     def start(self, label: str) -> None:
-        if not self.enabled or self._stop is not None:
+        if not self.enabled or self._status is not None:
             return
-        stop = self._stop = threading.Event()
+        from rich.console import Console  # imported on first use: keeps `hermes --help` fast
 
-        def spin() -> None:
-            n = 0
-            while not stop.wait(0.1):
-                sys.stderr.write(f"\r{self.FRAMES[n % len(self.FRAMES)]} {label}")
-                sys.stderr.flush()
-                n += 1
-            sys.stderr.write("\r" + " " * (len(label) + 2) + "\r")
-            sys.stderr.flush()
-
-        self._thread = threading.Thread(target=spin, daemon=True)
-        self._thread.start()
+        self._status = Console(stderr=True).status(label, spinner="dots")
+        self._status.start()
 
     def stop(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-            if self._thread is not None:
-                self._thread.join()
-            self._stop = self._thread = None
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
 
 class _Printer:
@@ -145,6 +130,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     from ..compaction import AutoCompactor
     from ..config import load_config
     from ..keys import find_key
+    from ..lease import session_lease
     from ..replay import Settings
     from ..runtime import open_session
     from ..store import Store
@@ -172,7 +158,8 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
                   max_steps=max_steps or config.max_steps, on_event=printer,
                   compactor=AutoCompactor(budget=config.context_budget or None))
     if query is not None:
-        result = agent.run_turn(sid, query, resolved)
+        with session_lease(store, sid):
+            result = agent.run_turn(sid, query, resolved)
         printer.end_turn(result.answer)
         if as_json:
             from ._common import echo_json

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..errors import HermesError
+from ..lease import session_lease
 from ..terminal import printable
 
 __all__ = ["run_repl"]
@@ -71,7 +72,8 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                 elif cmd == "/compress":
                     from ..compaction import compress_session
 
-                    click.echo(compress_session(store, sid, resolved, api_key=agent.api_key), err=True)
+                    with session_lease(store, sid):
+                        click.echo(compress_session(store, sid, resolved, api_key=agent.api_key), err=True)
                 elif cmd == "/model":
                     spec, _, url = arg.partition(" ")
                     provider, _, model = spec.partition(":") if ":" in spec else ("", "", spec)
@@ -94,7 +96,8 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                 click.echo(printable(f"hermes: error: {e}"), err=True)
             continue
         try:
-            result = agent.run_turn(sid, text, resolved)
+            with session_lease(store, sid):
+                result = agent.run_turn(sid, text, resolved)
             printer.end_turn(result.answer)  # type: ignore[attr-defined]
         except KeyboardInterrupt:
             printer.end_turn("")  # type: ignore[attr-defined]

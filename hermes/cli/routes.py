@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import click
 
+from ..models import Profile
 from ..routes import Route
 from ._common import echo_json, resolve_cli, route_table
 from .routes_learned import forget, learned
@@ -32,11 +34,23 @@ def row_dict(r: Route) -> dict[str, Any]:
         "switches": dict(r.switches), "native": sorted(r.native),
         "blob_kinds": sorted(r.blob_kinds), "blob_scope": r.blob_scope, "policy": r.policy,
         "prior_turns": r.prior_turns, "local": r.local, "base_url": r.base_url,
+        "thinking_off": dict(r.thinking_off), "effort_field": r.effort_field, "effort_map": dict(r.effort_map),
+        "variant": r.variant, "headers": sorted(r.headers), "call_signature": r.call_signature,
+        "text_signature": r.text_signature, "models": list(r.models), "tokens": r.tokens,
         "key_env": list(r.key_env), "model_rules": [
-            {"pattern": m.pattern, "switches": dict(m.switches), "policy": m.policy, "prior_turns": m.prior_turns}
+            {"pattern": m.pattern, "switches": dict(m.switches), "policy": m.policy, "prior_turns": m.prior_turns,
+             "thinking_off": None if m.thinking_off is None else dict(m.thinking_off)}
             for m in r.model_rules],
         "source": r.source,
     }
+
+
+def profile_dict(p: Profile) -> dict[str, Any]:
+    """A resolved model profile as JSON (``docs/models.md``)."""
+    out = {f.name: getattr(p, f.name) for f in fields(p)}
+    out["budgets"], out["levels"] = dict(p.budgets), dict(p.levels)
+    out["efforts"] = None if p.efforts is None else list(p.efforts)
+    return out
 
 
 @click.group(invoke_without_command=True)
@@ -83,8 +97,8 @@ def routes(ctx: click.Context, as_json: bool) -> None:
 def explain(provider: str | None, base_url: str | None, model: str, as_json: bool) -> None:
     """Show the row a (provider, base URL, model) resolves to, and why."""
     res = resolve_cli(provider, base_url, model)
-    data = {"route": row_dict(res.route), "base_url": res.base_url, "host": res.host, "model": res.model,
-            "why": list(res.why)}
+    data = {"route": row_dict(res.route), "profile": profile_dict(res.profile), "base_url": res.base_url,
+            "host": res.host, "model": res.model, "why": list(res.why)}
     if as_json:
         echo_json(data)
         return
@@ -104,6 +118,16 @@ def explain(provider: str | None, base_url: str | None, model: str, as_json: boo
         import orjson
 
         click.echo(f"switches   {orjson.dumps(dict(r.switches)).decode()} (sent whenever thinking is on)")
+    if r.thinking_off:
+        import orjson
+
+        click.echo(f"off        {orjson.dumps(dict(r.thinking_off)).decode()} (sent with thinking off)")
+    p = res.profile
+    style = {"budget": "a token budget", "adaptive": "adaptive (effort is a level)", "level": "a named level",
+             "none": "the route's switches"}[p.thinking]
+    click.echo(f"model      thinking asked by {style}; context {p.context_window:,} tokens; priced as "
+               f"{p.tokens or r.tokens or 'ratio:o200k'}"
+               + (f"; efforts {', '.join(p.efforts) or 'none'}" if p.efforts is not None else ""))
     click.echo(f"source     {r.source}")
     for line in res.why:
         click.echo(f"why        {line}")

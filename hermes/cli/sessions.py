@@ -110,12 +110,15 @@ def compress(session_id: str, api_key: str | None, budget: int | None) -> None:
     """Summarise older turns into a checkpoint; kept turns keep every reasoning carrier."""
     from ..compaction import compress_session
     from ..config import load_config
+    from ..lease import session_lease
     from ..runtime import choose_route
 
     store = _store()
     info = store.get_session(session_id)
     resolved = choose_route(load_config(), provider=None, model=None, base_url=None, session=info)
-    click.echo(compress_session(store, info.id, resolved, api_key=api_key, budget=budget))
+    with session_lease(store, info.id):  # a checkpoint is a turn: never interleaved with one
+        line = compress_session(store, info.id, resolved, api_key=api_key, budget=budget)
+    click.echo(line)
 
 
 @sessions.command()

@@ -95,6 +95,14 @@ class Facts:
     """Glob of models whose current-step tool calls must carry a thought signature (gemini)."""
     tool_signatures: str = ""
     """Glob of models whose tool calls get a signature (copilot: gemini models only)."""
+    ask: str = ""
+    """How a request asks a think-only-when-asked model to think: ``reasoning`` (OpenRouter /
+    Vercel / Kilo: a ``reasoning`` object with ``enabled: true``, an ``effort`` other than
+    ``none``, or ``max_tokens``) or ``enable_thinking`` (DashScope: top-level ``true``)."""
+    ask_models: tuple[str, ...] = ()
+    """Globs of models that think only when asked the ``ask`` way (the rest think by default)."""
+    efforts: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    """(model glob, body path, accepted values): an effort outside them is rejected."""
     notes: str = ""
 
 
@@ -106,16 +114,21 @@ _AGG_ECHO = ("deepseek/*", "moonshotai/kimi*", "xiaomi/mimo*")
 """Must-echo upstreams behind the OpenRouter-format gateways: DeepSeek V4/R1 through OpenRouter
 still needs reasoning on every tool turn, and OpenRouter passes DeepSeek's 400 through wrapped
 (LibreChat issue 13366, quoted in docs/emulators.md); Kimi and MiMo keep their rule the same way."""
+_ASKED = ("anthropic/*", "openai/gpt-5*", "google/gemini-3*")
+"""Behind the OpenRouter-format gateways these think only when the request asks."""
 
 FACTS: dict[str, Facts] = {
     # --- OpenRouter-format gateways: reasoning + signed reasoning_details ------------------
     "openrouter": Facts((R, RD), _OR, ("anthropic/claude-sonnet-4.5", "openai/gpt-5.1", "deepseek/deepseek-v4"),
-                        errors="openrouter", signs="details", keepalive=True, echo_models=_AGG_ECHO,
+                        errors="openrouter", signs="details", keepalive=True, ask="reasoning", ask_models=_ASKED,
+                        echo_models=_AGG_ECHO,
                         notes="ignores unknown keys; upstream errors passed through in metadata.raw"),
     "kilo": Facts((R, RD), _OR, ("anthropic/claude-sonnet-4.5", "openai/gpt-5.1"), errors="openrouter",
-                  signs="details", echo_models=_AGG_ECHO, notes="OpenRouter-compatible; envelope assumed OpenRouter's"),
+                  signs="details", ask="reasoning", ask_models=_ASKED, echo_models=_AGG_ECHO,
+                  notes="OpenRouter-compatible; envelope and reasoning request assumed OpenRouter's"),
     "vercel": Facts((R, RD), _OR, ("anthropic/claude-sonnet-4.5", "openai/gpt-5", "google/gemini-3-pro-preview"),
-                    errors="openrouter", signs="details", echo_models=_AGG_ECHO,
+                    errors="openrouter", signs="details", ask="reasoning", ask_models=_ASKED,
+                    echo_models=_AGG_ECHO,
                     notes="error envelope unconfirmed: OpenRouter's used"),
     "nous": Facts((R, RD), _OR, ("Hermes-4-405B", "Hermes-4-70B", "moonshotai/kimi-k2.6"), errors="openrouter",
                   signs="details", echo_models=_AGG_ECHO, model_returns=(("hermes-4*", (THINK,)),),
@@ -129,11 +142,17 @@ FACTS: dict[str, Facts] = {
     "deepseek": Facts((RC,), frozenset({RC}), ("deepseek-v4-pro", "deepseek-v4-flash", "deepseek-reasoner"),
                       errors="deepseek", must_echo="deepseek"),
     "kimi": Facts((RC,), frozenset({RC}), ("kimi-k2.6", "kimi-k3"), must_echo="kimi",
-                  keep=(("thinking", "keep"), "all"), tool_id="kimi"),
+                  keep=(("thinking", "keep"), "all"), tool_id="kimi",
+                  efforts=(("*", ("thinking", "effort"), ("low", "medium", "high")),),
+                  notes="thinking.effort values from Moonshot's SDK tests; rejection text unconfirmed"),
     "mimo": Facts((RC,), frozenset({RC}), ("mimo-v2.5-pro", "mimo-v2-flash"), must_echo="deepseek"),
     # --- reasoning_content, lenient ------------------------------------------------------------
-    "glm": Facts((RC,), _RCR, ("glm-5.1", "glm-4.7-flash"), keep=(("thinking", "clear_thinking"), False)),
-    "dashscope": Facts((RC,), _RCR, ("qwen3.7-plus", "qwen3.6-max"), keep=(("preserve_thinking",), True)),
+    "glm": Facts((RC,), _RCR, ("glm-5.1", "glm-4.7-flash"), keep=(("thinking", "clear_thinking"), False),
+                 errors="zai", efforts=(("glm-5", ("reasoning_effort",), ()), ("glm-5.1*", ("reasoning_effort",), ())),
+                 notes="reasoning_effort refused on GLM-5/5.1 with z.ai's generic 1210 (text real, trigger unconfirmed)"),
+    "dashscope": Facts((RC,), _RCR, ("qwen3.7-plus", "qwen3.6-max", "qwen3-32b"), keep=(("preserve_thinking",), True),
+                       ask="enable_thinking", ask_models=("qwen3-*",),
+                       notes="Qwen3 hybrid models think only with enable_thinking: true; 3.5+ by default"),
     "xai": Facts((RC,), _RCR, ("grok-3-mini", "grok-4"), replay_ignored=True, usage_excludes_reasoning=True),
     "generic": Facts((RC,), _RCR, ("default-model",)),
     "llamacpp": Facts((RC,), _RCR, ("qwen3-32b-q4_k_m.gguf",), keep=_LOCAL_KEEP),
@@ -202,6 +221,18 @@ def thinking_on(body: Mapping[str, Any]) -> bool:
     return not off
 
 
+def asked(facts: Facts, model: str, body: Mapping[str, Any]) -> bool:
+    """False for a think-only-when-asked model whose request did not ask the documented way."""
+    if not facts.ask or not any(fnmatchcase(model.lower(), g) for g in facts.ask_models):
+        return True
+    if facts.ask == "enable_thinking":
+        return body.get("enable_thinking") is True
+    r = body.get("reasoning")
+    if not isinstance(r, Mapping):
+        return False
+    return r.get("enabled") is True or r.get("effort") not in (None, "none") or bool(r.get("max_tokens"))
+
+
 def keep_on(facts: Facts, body: Mapping[str, Any]) -> bool:
     """Whether earlier turns' replayed thinking is kept (no keep switch → always kept)."""
     return facts.keep is None or _get(body, facts.keep[0]) == facts.keep[1]
@@ -209,7 +240,7 @@ def keep_on(facts: Facts, body: Mapping[str, Any]) -> bool:
 
 def returns_for(facts: Facts, model: str, body: Mapping[str, Any]) -> tuple[str, ...]:
     """The carriers this response uses: model rules, then request switches."""
-    if not thinking_on(body):
+    if not thinking_on(body) or not asked(facts, model, body):
         return ()
     out = facts.returns
     m = model.lower()
@@ -247,6 +278,8 @@ def error_body(style: str, message: str, *, status: int = 400) -> dict[str, Any]
         return {"message": message, "type": "invalid_request_error", "param": "", "code": ""}
     if style == "mistral":
         return {"object": "error", "message": message, "type": "invalid_request_error", "param": None, "code": None}
+    if style == "zai":
+        return {"error": {"code": "1210", "message": message}}
     if style == "deepseek":
         return _oai(message, code="invalid_request_error")
     return _oai(message)
@@ -468,6 +501,19 @@ def validate(facts: Facts, name: str, model: str, body: Mapping[str, Any], *, bo
     """The first rejection this personality would give ``body``, or ``None`` to accept it."""
     if not isinstance(body.get("messages"), list) or not body.get("messages") or not model:
         return 400, error_body(facts.errors, "messages and model are required")
-    return (_unknown(facts, name, body, body_len, reject) or _tool_ids(facts, body) or _must_echo(facts, body)
-            or _echo_upstream(facts, model, body)
+    return (_unknown(facts, name, body, body_len, reject) or _tool_ids(facts, body) or _efforts(facts, model, body)
+            or _must_echo(facts, body) or _echo_upstream(facts, model, body)
             or (_signatures(facts, name, model, body, verify) if facts.signs else None))
+
+
+def _efforts(facts: Facts, model: str, body: Mapping[str, Any]) -> Verdict:
+    for glob, path, accepted in facts.efforts:
+        value = _get(body, path)
+        if value is None or value in accepted or not fnmatchcase(model.lower(), glob):
+            continue
+        if facts.errors == "zai":
+            return 400, error_body("zai", "Invalid API parameter, please check the documentation.")
+        listed = ", ".join(f"'{a}'" for a in accepted)
+        return 400, _oai(f"Invalid value for {'.'.join(path)}: {value!r}. Supported values are: {listed}.",
+                         param=".".join(path), code="invalid_value")
+    return None

@@ -9,7 +9,13 @@ They validate like the real services (texts from ``shared/research/providers.md`
 * ``encrypted_content`` is minted here, bound to (personality, model, item id) — a
   Fernet-like ``gAAAAA…`` token for OpenAI, plain base64 for xAI — and verified byte-exact
   on replay: a tampered, truncated or other-model blob → 400 ``invalid_encrypted_content``;
-* missing reasoning items are accepted silently (the real services do the same).
+* missing reasoning items are accepted silently (the real services do the same);
+* o-series models take ``reasoning.effort`` low|medium|high only → 400 ``unsupported_value``
+  (the real text, recorded through OpenRouter in pydantic-ai's cassette
+  ``tests/models/cassettes/test_openrouter/test_openrouter_thinking_false_on_always_on_route.yaml``);
+* earlier turns' reasoning items are read (counted in ``input_tokens``) only by models that
+  read them: never by o-series models, by gpt-5.4 / 5.5 only with ``reasoning.context:
+  all_turns`` (the openai-python ``Reasoning.context`` docstring; 5.6 reads them by default).
 
 Streams follow the recorded event order, including the *partial* ``encrypted_content`` in
 ``response.output_item.added`` (only ``response.output_item.done`` has the full token).
@@ -22,6 +28,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 import orjson
@@ -103,6 +110,10 @@ def _validate(state: EmulatorState, name: str, body: Mapping[str, Any]) -> None:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise _missing("model")
+    effort = (body.get("reasoning") or {}).get("effort")
+    if effort is not None and fnmatchcase(model.lower(), O_SERIES) and effort not in ("low", "medium", "high"):
+        raise _Bad(f"Unsupported value: '{effort}' is not supported with the '{model}' model. Supported values "
+                   "are: 'low', 'medium', and 'high'.", param="reasoning.effort", code="unsupported_value")
     for n, tool in enumerate(body.get("tools") or []):
         for key in tool:
             if key not in TOOL_KEYS:
@@ -213,6 +224,29 @@ def _tokens(obj: Any) -> int:
     return max(1, len(orjson.dumps(obj)) // 4)
 
 
+O_SERIES = "o[1-9]*"
+"""Reasoning models that never read earlier turns' reasoning items."""
+ALL_TURNS_ONLY = ("gpt-5.4*", "gpt-5.5*")
+"""Models that read earlier turns' reasoning items only with ``reasoning.context: all_turns``."""
+
+
+def _input_tokens(model: str, body: Mapping[str, Any]) -> int:
+    """Input tokens, without the earlier turns' reasoning items the model does not read."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return _tokens(items)
+    m = model.lower()
+    context = (body.get("reasoning") or {}).get("context")
+    reads = not fnmatchcase(m, O_SERIES) and (context == "all_turns"
+                                               or not any(fnmatchcase(m, g) for g in ALL_TURNS_ONLY))
+    if reads:
+        return _tokens(items)
+    last_user = max((i for i, it in enumerate(items) if isinstance(it, Mapping) and _item_type(it) == "message"
+                     and it.get("role") == "user"), default=-1)
+    return _tokens([it for i, it in enumerate(items)
+                    if not (i < last_user and isinstance(it, Mapping) and _item_type(it) == "reasoning")])
+
+
 def _respond(state: EmulatorState, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """The completed response object for one request, played by the scripted model."""
     model = body["model"]
@@ -233,7 +267,7 @@ def _respond(state: EmulatorState, name: str, body: Mapping[str, Any]) -> dict[s
         output.append({"id": "msg_" + secrets.token_hex(24), "type": "message", "status": "completed",
                        "role": "assistant", "content": [{"type": "output_text", "text": step.answer,
                                                          "annotations": [], "logprobs": []}]})
-    inp, out, reasoning = _tokens(body.get("input")), _tokens(output[1:]), _tokens(step.reasoning)
+    inp, out, reasoning = _input_tokens(model, body), _tokens(output[1:]), _tokens(step.reasoning)
     return {
         "id": "resp_" + secrets.token_hex(24), "object": "response", "created_at": int(time.time()),
         "status": "completed", "background": False, "error": None, "incomplete_details": None,

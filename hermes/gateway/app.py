@@ -7,8 +7,7 @@ Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when
   one user turn (tool loop included): JSON, or an SSE stream of the turn's events;
 * ``GET /v1/sessions/{id}`` — ``session_view``: messages, reasoning visible, blobs summarised;
 * ``POST /v1/sessions/{id}/branch`` — ``{upto_seq?, title?}`` → the new session;
-* ``POST /v1/sessions/{id}/compress`` — ``{keep_last?}`` → ``hermes.compaction.compress_session``
-  (501 in a build without it);
+* ``POST /v1/sessions/{id}/compress`` — ``{keep_last?}`` → ``hermes.compaction.compress_session``;
 * ``POST /v1/chat/completions`` — OpenAI facade, session named by ``X-Hermes-Session`` or
   created on first use (``compat``); ``GET /v1/models``;
 * ``GET /healthz``.
@@ -64,7 +63,7 @@ from .http import (
 from .http import field as body_field
 from .idempotency import IdempotencyCache
 from .locks import SessionLocks
-from .turns import TurnJob, TurnRequest, call_with_accepted, describe, openai_usage
+from .turns import TurnJob, TurnRequest, describe, openai_usage
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
 
@@ -363,10 +362,7 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         sid = request.path_params["sid"]
         body = await read_json(request, opts.max_body, optional=True, timeout_s=opts.body_timeout_s)
         await thread(state.require_session, sid)
-        try:
-            from ..compaction import compress_session  # type: ignore[attr-defined]
-        except ImportError:
-            raise ApiError(501, "not_implemented", "compaction is not available in this build") from None
+        from ..compaction import compress_session
 
         keep_last = body_field(body, "keep_last", kind=int)
         if keep_last is not None and keep_last < 0:
@@ -378,10 +374,9 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
             info = store.get_session(sid)
             resolved = choose_route(config, provider=None, model=None, base_url=None, session=info)
             extra = {} if keep_last is None else {"keep_last": keep_last}
-            return call_with_accepted(compress_session, store=store, session_id=sid, resolved=resolved,
-                                      api_key=find_key(resolved.route), transport=state.transport,
-                                      tools=state.toolbox.specs,
-                                      settings=Settings(thinking=config.thinking, effort=config.effort), **extra)
+            return compress_session(store, sid, resolved, api_key=find_key(resolved.route), transport=state.transport,
+                                    tools=state.toolbox.specs,
+                                    settings=Settings(thinking=config.thinking, effort=config.effort), **extra)
 
         async with state.locks.hold(sid):  # a checkpoint is a turn: it must not interleave with one
             out = await anyio.to_thread.run_sync(work, limiter=state.limiter)

@@ -13,7 +13,6 @@ complete), ``tool_result``, ``learned``, then ``done`` with the final JSON or ``
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +25,7 @@ from ..resolve import Resolved
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 from .locks import SessionLocks
 
-__all__ = ["EventSink", "TurnJob", "TurnRequest", "call_with_accepted", "describe", "event_mapper", "openai_usage"]
+__all__ = ["EventSink", "TurnJob", "TurnRequest", "describe", "event_mapper", "openai_usage"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 
@@ -104,14 +103,6 @@ class TurnJob:
         # the sink's call_soon_threadsafe callbacks run before this one: order is kept
         loop.call_soon(self.queue.put_nowait, ("done", result))
         return result
-
-
-def call_with_accepted(fn: Callable[..., Any], **kwargs: Any) -> Any:
-    """Call ``fn`` with the keyword arguments its signature accepts (for optional modules)."""
-    params = inspect.signature(fn).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return fn(**kwargs)
-    return fn(**{k: v for k, v in kwargs.items() if k in params})
 
 
 def describe(resolved: Resolved) -> dict[str, str]:

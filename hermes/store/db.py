@@ -18,7 +18,6 @@ through SQLite's lock and ``busy_timeout``, and turns of one session through
 
 from __future__ import annotations
 
-import os
 import secrets
 import sqlite3
 import threading
@@ -63,15 +62,6 @@ def _json(value: Any, what: str) -> str:
         return orjson.dumps(value).decode()
     except TypeError as e:
         raise StoreError(f"{what} is not JSON-serialisable: {e}") from None
-
-
-def _test_commit_delay() -> None:
-    """Crash-loop hook (``bench/crash_loop.py``, docs/hardening.md): when the environment sets
-    ``HERMES_TEST_COMMIT_DELAY=S``, sleep S seconds inside ``append_turn``'s transaction — rows
-    written, COMMIT not yet run — so a SIGKILL can land mid-commit. Unset, it is one lookup."""
-    delay = os.environ.get("HERMES_TEST_COMMIT_DELAY")
-    if delay:
-        time.sleep(float(delay))
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -287,7 +277,6 @@ class Store:
             for i, m in enumerate(messages):
                 self._insert_message(c, session_id, first + i, turn, m, now)
             c.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
-            _test_commit_delay()
         return int(turn)
 
     @staticmethod

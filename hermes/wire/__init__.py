@@ -1,23 +1,32 @@
 """Wire protocols: pure translation between a ``ReplayPlan`` and one provider JSON dialect.
 
-Each module in this package exposes the same verbs and does no I/O:
+Every module in this package is a :class:`Wire` (``get_wire(name)`` returns it; mypy checks
+each module against the protocol in ``provider``) and does no I/O:
 
-* ``to_wire(plan, *, tools, settings, stream) -> dict`` — the request body (Bedrock: the
-  Converse keyword arguments). It renders the plan and never re-decides what is replayed.
-* ``from_wire(payload) -> list[Delta]`` — a whole non-streaming response as deltas, so it
-  folds through the same ``stream.Accumulator`` as the streamed one.
-* ``decode_event(event, data) -> list[Delta]`` — one streamed event.
+* ``to_wire(plan, *, tools, settings, stream, cache) -> dict`` — the request body (Bedrock:
+  the Converse keyword arguments). It renders the plan and never re-decides what is replayed.
+* ``decoder(resolved) -> Decoder`` — a fresh decoder for one response: ``decode_event(event,
+  data)`` for each streamed event, ``from_wire(payload)`` for a whole response, which yields
+  the very deltas its stream would, so both fold to the same stored turn.
+* ``endpoint(resolved, *, stream) -> (url, headers)`` — where the request goes; extra headers
+  come from the route row, auth from ``keys``.
 
 ``UnsupportedPart`` is raised for a part a wire cannot carry; nothing is skipped silently.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-__all__ = ["ToolSpec"]
+if TYPE_CHECKING:
+    from ..replay import ReplayPlan, Settings
+    from ..resolve import Resolved
+    from ..stream import Delta
+
+__all__ = ["Decoder", "FunctionDecoder", "ToolSpec", "Wire", "get_wire"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +36,36 @@ class ToolSpec:
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class Decoder(Protocol):
+    """Turns one response into deltas: event by event (a stream) or whole (a JSON body)."""
+
+    def decode_event(self, event: str, data: Any) -> list[Delta]: ...
+
+    def from_wire(self, payload: Any) -> list[Delta]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDecoder:
+    """A :class:`Decoder` made of two functions (a wire whose events need no memory, or one
+    whose stream memory lives in a fresh callable per response)."""
+
+    decode_event: Callable[[str, Any], list[Delta]]
+    from_wire: Callable[[Any], list[Delta]]
+
+
+class Wire(Protocol):
+    """What every module of this package provides (see the module docstring)."""
+
+    def to_wire(self, plan: ReplayPlan, *, tools: Sequence[ToolSpec] = ..., settings: Settings = ...,
+                stream: bool = ..., cache: Any = ...) -> dict[str, Any]: ...
+
+    def decoder(self, resolved: Resolved) -> Decoder: ...
+
+    def endpoint(self, resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]: ...
+
+
+def get_wire(name: str) -> Wire:
+    """The wire module named by a route row's ``wire`` (imported on first use)."""
+    return cast(Wire, importlib.import_module(f"hermes.wire.{name}"))

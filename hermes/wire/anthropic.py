@@ -2,7 +2,8 @@
 
 Pure translation, no I/O. The three variants share one body shape; they differ only in
 where the request goes and in two body fields (Vertex: ``model`` moves into the URL and
-``anthropic_version: vertex-2023-10-16`` joins the body).
+``anthropic_version: vertex-2023-10-16`` joins the body). Which variant a request is comes
+from the route row (``Route.variant``); how the model thinks, from its profile.
 
 Rendering rules (the plan already decided *what* goes; this module decides only *how*):
 
@@ -22,7 +23,6 @@ stream would, so both fold to the same turn.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,6 +32,7 @@ import orjson
 
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
+from ..models import Profile
 from ..replay import BuildCache, PlannedMessage, ReplayPlan, Settings, common_prefix
 from ..resolve import Resolved
 from ..routes import deep_merge
@@ -43,7 +44,7 @@ from ..stream import (
     ToolCallDelta,
     UsageDelta,
 )
-from . import ToolSpec
+from . import FunctionDecoder, ToolSpec
 
 __all__ = [
     "API_VERSION",
@@ -52,13 +53,12 @@ __all__ = [
     "VERTEX_VERSION",
     "StreamDecoder",
     "decode_event",
+    "decoder",
     "endpoint",
     "from_wire",
-    "is_adaptive",
     "new_decoder",
     "thinking_config",
     "to_wire",
-    "variant",
 ]
 
 API_VERSION = "2023-06-01"
@@ -66,84 +66,33 @@ VERTEX_VERSION = "vertex-2023-10-16"
 SIGNATURE = "anthropic.signature"
 REDACTED = "anthropic.redacted"
 
-# --------------------------------------------------------------------- model facts (data)
-
-THINKING_BUDGET: Mapping[str | None, int] = {
-    None: 8000, "low": 2048, "medium": 8000, "high": 16000, "xhigh": 24000, "max": 32000,
-}
-"""``budget_tokens`` for ``{"type":"enabled"}`` models, by requested effort (≥ 1024)."""
 ANSWER_ROOM = 8192
 """Output tokens left for the answer on top of a thinking budget (``max_tokens > budget``)."""
-ADAPTIVE_MAX_TOKENS = 32000
-PLAIN_MAX_TOKENS: tuple[tuple[str, int], ...] = (
-    ("claude-3-opus", 4096), ("claude-3-sonnet", 4096), ("claude-3-haiku", 4096),
-    ("claude-3-5", 8192), ("", 8192),
-)
-"""``max_tokens`` without thinking: first id prefix that matches (old models cap output low)."""
-ADAPTIVE_FROM = (4, 6)
-"""Claude Opus/Sonnet/Haiku from 4.6, and every Claude family from 5.0, take ``adaptive``."""
-
-_NEW_ID = re.compile(r"claude-([a-z]+)-(\d+)(?:[-.](\d{1,2})(?!\d))?")
-_OLD_ID = re.compile(r"claude-(\d+)(?:[-.](\d{1,2})(?!\d))?-([a-z]+)")
 
 
-def _version(model: str) -> tuple[str, int, int] | None:
-    """(family, major, minor) of a Claude id; date suffixes are not minor versions."""
-    m = model.lower()
-    if hit := _NEW_ID.search(m):
-        return hit.group(1), int(hit.group(2)), int(hit.group(3) or 0)
-    if hit := _OLD_ID.search(m):
-        return hit.group(3), int(hit.group(1)), int(hit.group(2) or 0)
-    return None
-
-
-def is_adaptive(model: str) -> bool:
-    """True when the model takes ``thinking: {"type": "adaptive"}`` (not a token budget)."""
-    v = _version(model)
-    if v is None:
-        return False
-    family, major, minor = v
-    if major >= 5:
-        return True
-    return family in ("opus", "sonnet", "haiku") and (major, minor) >= ADAPTIVE_FROM
-
-
-def thinking_config(model: str, settings: Settings) -> tuple[dict[str, Any], int]:
-    """(body fields for thinking, max_tokens) for a request that thinks."""
-    if is_adaptive(model):
+def thinking_config(profile: Profile, settings: Settings) -> tuple[dict[str, Any], int]:
+    """(body fields for thinking, max_tokens) for a request that thinks, from the model's profile."""
+    effort = settings.effort
+    if profile.thinking == "adaptive":
         fields: dict[str, Any] = {"thinking": {"type": "adaptive"}}
-        if settings.effort:
-            fields["output_config"] = {"effort": settings.effort}
-        return fields, ADAPTIVE_MAX_TOKENS
-    budget = THINKING_BUDGET.get(settings.effort, THINKING_BUDGET[None])
+        if effort and (level := profile.levels.get(effort)):
+            fields["output_config"] = {"effort": level}
+        return fields, profile.thinking_max_tokens
+    budget = max(profile.budgets.get(effort or "default", profile.budgets.get("default", 8000)), 1024)
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}, budget + ANSWER_ROOM
-
-
-def _plain_max_tokens(model: str) -> int:
-    m = model.lower()
-    return next(n for prefix, n in PLAIN_MAX_TOKENS if m.startswith(prefix) or not prefix)
 
 
 # ----------------------------------------------------------------------------- endpoint
 
 
-def variant(resolved: Resolved) -> str:
-    """``direct``, ``vertex`` or ``foundry``: by row key, else by the host it points at."""
-    key, host = resolved.route.key, resolved.host
-    if key == "anthropic-vertex" or host.endswith("aiplatform.googleapis.com"):
-        return "vertex"
-    if key == "anthropic-foundry" or host.endswith("services.ai.azure.com"):
-        return "foundry"
-    return "direct"
-
-
 def endpoint(resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]:
-    """(URL, non-auth headers) for one Messages request on this variant."""
+    """(URL, non-auth headers) for one Messages request on the row's endpoint variant."""
     base = resolved.base_url.rstrip("/")
-    if variant(resolved) == "vertex":
+    headers = dict(resolved.route.headers)
+    if resolved.route.variant == "vertex":
         verb = "streamRawPredict" if stream else "rawPredict"
-        return f"{base}/publishers/anthropic/models/{quote(resolved.model, safe='@')}:{verb}", {}
-    return f"{base}/v1/messages", {"anthropic-version": API_VERSION}
+        return f"{base}/publishers/anthropic/models/{quote(resolved.model, safe='@')}:{verb}", headers
+    return f"{base}/v1/messages", {"anthropic-version": API_VERSION, **headers}
 
 
 # ----------------------------------------------------------------------------- request
@@ -245,11 +194,10 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
     system, messages = _messages(plan, cache if isinstance(cache, BuildCache) else None)
     body: dict[str, Any] = {"model": target.model}
     if plan.thinking:
-        fields, max_tokens = thinking_config(target.model, settings)
-        body["max_tokens"] = max_tokens
+        fields, max_tokens = thinking_config(target.profile, settings)
     else:
-        fields, max_tokens = {}, _plain_max_tokens(target.model)
-        body["max_tokens"] = max_tokens
+        fields, max_tokens = {}, target.profile.max_tokens
+    body["max_tokens"] = max_tokens
     if system:
         body["system"] = system
     body["messages"] = messages
@@ -263,7 +211,7 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
     if stream:
         body["stream"] = True
     body = deep_merge(body, plan.request_fields)
-    if variant(target) == "vertex":
+    if target.route.variant == "vertex":
         body.pop("model", None)
         body["anthropic_version"] = VERTEX_VERSION
     return body
@@ -426,8 +374,13 @@ class StreamDecoder:
 
 
 def new_decoder() -> Callable[[str, str], list[Delta]]:
-    """A fresh stateful decoder for one stream (``provider.complete`` uses one per request)."""
+    """A fresh stateful stream decoder (its block memory lives for one response)."""
     return StreamDecoder()
+
+
+def decoder(resolved: Resolved) -> FunctionDecoder:
+    """The decoder for one response: a fresh ``StreamDecoder`` for its events, ``from_wire`` whole."""
+    return FunctionDecoder(StreamDecoder(), from_wire)
 
 
 def decode_event(event: str, data: str) -> list[Delta]:

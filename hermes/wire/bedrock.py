@@ -1,6 +1,6 @@
 """AWS Bedrock Converse / ConverseStream: render a ``ReplayPlan`` as Converse keyword arguments.
 
-Wire facts (``shared/research/providers.md`` §6, seed system §5):
+Wire facts (docs/replay.md, docs/emulators.md):
 
 * Reasoning goes back as ``reasoningContent`` blocks in the assistant message, in the order
   captured: ``{"reasoningText": {"text", "signature"?}}`` (signature only for a signed
@@ -14,8 +14,8 @@ Wire facts (``shared/research/providers.md`` §6, seed system §5):
 * Streams carry no start event for text or reasoning blocks: every delta is keyed by
   ``contentBlockIndex``; signature deltas concatenate.
 
-The transport is botocore's (SigV4 signing and event-stream decoding are not hand-written here):
-``call`` opens a ``bedrock-runtime`` client and feeds deltas into the shared fold.
+Pure translation, like every wire: the botocore transport (SigV4 signing, the binary event
+stream, client errors) lives in ``hermes.transport_aws``, which feeds this module's decoder.
 """
 
 from __future__ import annotations
@@ -23,34 +23,27 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import re
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 
 from ..errors import (
-    AuthFailed,
-    ConfigError,
-    HermesError,
-    ProviderConnectionError,
-    ProviderHTTPError,
-    RateLimited,
     StreamError,
     UnsupportedPart,
-    register_secret,
 )
 from ..messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
+from ..models import Profile
 from ..replay import ReplayPlan, Settings
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
-from . import ToolSpec
+from . import FunctionDecoder, ToolSpec
 
-__all__ = ["EMPTY", "PLACEHOLDER_USER", "call", "decode_event", "from_wire", "parse_converse",
-           "stream_deltas", "thinking_fields", "to_wire"]
+__all__ = ["EMPTY", "PLACEHOLDER_USER", "decode_event", "decoder", "endpoint", "from_wire", "thinking_fields",
+           "to_wire"]
 
 EMPTY = "(empty)"
 """Stands in for blank content: Converse rejects empty content lists and blank text blocks."""
@@ -58,44 +51,37 @@ PLACEHOLDER_USER = "(continue)"
 """Inserted user turn where the history would break Converse's user-first/last alternation."""
 SIGNATURE, REDACTED = "anthropic.signature", "anthropic.redacted"
 
-# --- model facts for the thinking request (small tables, matched on the lower-case model id)
-_ADAPTIVE = re.compile(r"claude-(opus|sonnet|haiku)-4-[6-9]|claude-[a-z]+-[5-9](?![0-9])")
-"""Claude models that take ``thinking: {"type": "adaptive"}`` instead of a manual budget."""
-_NOVA2 = re.compile(r"nova-2")
-_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8000, "high": 16000, "xhigh": 24000, "max": 32000}
-_DEFAULT_BUDGET = _BUDGET["medium"]
-_DEFAULT_MAX_TOKENS = 8192
-"""Claude's output cap when we set one; raised above the thinking budget when thinking."""
-_ANTHROPIC_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh",
-                     "max": "max"}
-_NOVA_EFFORT = {"minimal": "low", "low": "low", "medium": "medium"}
+_ANSWER_ROOM = 4096
+"""Output tokens left for the answer above a manual thinking budget."""
 _INTERLEAVED = "interleaved-thinking-2025-05-14"
 
 
 # ----------------------------------------------------------------------------- request
 
 
-def thinking_fields(model: str, settings: Settings, thinking: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(additionalModelRequestFields, inferenceConfig) that ask ``model`` to think (or not)."""
-    m = model.lower()
+def thinking_fields(profile: Profile, settings: Settings, thinking: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(additionalModelRequestFields, inferenceConfig) that ask the model to think (or not).
+
+    The model's profile says how: Claude's ``thinking`` object (adaptive or a manual budget),
+    Nova's ``reasoningConfig`` (a level), or nothing."""
     effort = settings.effort
-    if "claude" in m:
-        if _ADAPTIVE.search(m):
-            if not thinking:
-                return {"thinking": {"type": "disabled"}}, {"maxTokens": _DEFAULT_MAX_TOKENS}
-            extra: dict[str, Any] = {"thinking": {"type": "adaptive", "display": "summarized"}}
-            if effort:
-                extra["output_config"] = {"effort": _ANTHROPIC_EFFORT.get(effort, "high")}
-            return extra, {"maxTokens": _DEFAULT_MAX_TOKENS}
+    if profile.thinking == "adaptive":
         if not thinking:
-            return {}, {"maxTokens": _DEFAULT_MAX_TOKENS}
-        budget = _BUDGET.get(effort or "", _DEFAULT_BUDGET)
+            return {"thinking": {"type": "disabled"}}, {"maxTokens": profile.max_tokens}
+        extra: dict[str, Any] = {"thinking": {"type": "adaptive", "display": "summarized"}}
+        if effort and (level := profile.levels.get(effort)):
+            extra["output_config"] = {"effort": level}
+        return extra, {"maxTokens": profile.thinking_max_tokens}
+    if profile.thinking == "budget":
+        if not thinking:
+            return {}, {"maxTokens": profile.max_tokens}
+        budget = max(profile.budgets.get(effort or "default", profile.budgets.get("default", 8000)), 1024)
         extra = {"thinking": {"type": "enabled", "budget_tokens": budget}}
-        if "claude-3" not in m:
+        if profile.interleaved:
             extra["anthropic_beta"] = [_INTERLEAVED]
-        return extra, {"maxTokens": max(_DEFAULT_MAX_TOKENS, budget + 4096)}
-    if _NOVA2.search(m) and thinking:
-        level = _NOVA_EFFORT.get(effort or "medium", "high")
+        return extra, {"maxTokens": max(profile.max_tokens, budget + _ANSWER_ROOM)}
+    if profile.thinking == "level" and thinking:
+        level = profile.levels.get(effort or "medium", "medium")
         return {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": level}}, {}
     return {}, {}
 
@@ -127,7 +113,7 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
                 for role, blocks in turns]
 
     model = plan.target.model
-    extra, inference = thinking_fields(model, settings or Settings(), plan.thinking)
+    extra, inference = thinking_fields(plan.target.profile, settings or Settings(), plan.thinking)
     if plan.thinking and plan.request_fields:
         extra = deep_merge(extra, plan.request_fields)
     body: dict[str, Any] = {"modelId": model, "messages": messages}
@@ -347,74 +333,23 @@ def _decode(event: str, data: Mapping[str, Any]) -> list[Delta]:
 # ----------------------------------------------------------------------------- transport
 
 
+_DECODER = FunctionDecoder(decode_event, from_wire)
+
+
+def decoder(resolved: Resolved) -> FunctionDecoder:
+    """Converse events carry their block index: one stateless decoder serves every request."""
+    return _DECODER
+
+
+def endpoint(resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]:
+    """Where botocore sends the request (the row's base URL, else the region's runtime host)."""
+    model = quote(resolved.model, safe="")
+    base = resolved.base_url or f"https://bedrock-runtime.{_region()}.amazonaws.com"
+    return f"{base}/model/{model}/{'converse-stream' if stream else 'converse'}", {}
+
+
 def _region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-
-
-_CLIENTS: dict[tuple[Any, ...], Any] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
-def _client(resolved: Resolved) -> Any:
-    """A bedrock-runtime client for this endpoint and these credentials (cached: building one
-    costs botocore a few hundred milliseconds; clients are thread-safe)."""
-    import botocore.session
-    from botocore.config import Config
-
-    session = botocore.session.get_session()
-    creds = session.get_credentials()
-    bearer = os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
-    if creds is None and not bearer:
-        raise ConfigError("no AWS credentials for Bedrock",
-                          hint="set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
-                               "or AWS_BEARER_TOKEN_BEDROCK")
-    frozen = creds.get_frozen_credentials() if creds is not None else None
-    if frozen is not None:
-        register_secret(frozen.secret_key)
-        register_secret(frozen.token)
-    register_secret(bearer)
-    attempts = int(os.environ.get("AWS_MAX_ATTEMPTS") or 3)
-    mode = os.environ.get("AWS_RETRY_MODE") or "standard"
-    key = (resolved.base_url, _region(), attempts, mode, bearer, tuple(frozen) if frozen else None)
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
-            config = Config(retries={"mode": mode, "total_max_attempts": attempts}, read_timeout=300,
-                            connect_timeout=30, user_agent_extra="hermes")
-            client = session.create_client("bedrock-runtime", region_name=_region(),
-                                           endpoint_url=resolved.base_url or None, config=config)
-            if len(_CLIENTS) >= 8:
-                _CLIENTS.pop(next(iter(_CLIENTS))).close()
-            _CLIENTS[key] = client
-    return client
-
-
-def call(resolved: Resolved, body: Mapping[str, Any], *, stream: bool, api_key: str | None,
-         feed: Callable[[Sequence[Delta]], None]) -> None:
-    """Send ``body`` with botocore (SigV4 from the standard AWS chain) and feed the deltas.
-
-    ``api_key`` is not used: Bedrock authenticates with AWS credentials (or botocore's own
-    ``AWS_BEARER_TOKEN_BEDROCK``).
-    """
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    route = resolved.route.key
-    client = _client(resolved)
-    try:
-        if not stream:
-            with _malformed(route):
-                payload = client.converse(**body)
-            feed(from_wire(payload))
-            return
-        events = client.converse_stream(**body)["stream"]
-        try:
-            stream_deltas(events, route, feed)
-        finally:
-            events.close()
-    except ClientError as e:
-        raise _client_error(e, route) from None
-    except BotoCoreError as e:
-        raise _boto_error(e, route) from None
 
 
 _PARSE_ERRORS: tuple[type[Exception], ...] = (ValueError, TypeError, KeyError, AttributeError, IndexError,
@@ -435,77 +370,3 @@ def _malformed(route: str) -> Iterator[None]:
                           "nothing was stored") from None
 
 
-def parse_converse(raw: bytes, shape: Any, route: str) -> list[Delta]:
-    """A Converse HTTP 200 body parsed the way ``client.converse`` does (botocore's REST-JSON
-    parser against the ``Converse`` output shape), then :func:`from_wire`. Used by the fuzzer to
-    drive the real parse without a network round trip."""
-    from botocore.parsers import RestJSONParser
-
-    with _malformed(route):
-        payload = RestJSONParser().parse({"status_code": 200, "headers": {}, "body": raw}, shape)
-    return from_wire(payload)
-
-
-def stream_deltas(events: Any, route: str, feed: Callable[[Sequence[Delta]], None]) -> None:
-    """Feed the deltas of a botocore ``EventStream`` (ConverseStream's ``stream`` member)."""
-    for name, data in _iter_events(events, route):
-        feed(decode_event(name, data))
-
-
-def _iter_events(events: Any, route: str) -> Iterator[tuple[str, Any]]:
-    from botocore.eventstream import ParserError
-    from botocore.exceptions import BotoCoreError, EventStreamError
-    from botocore.parsers import ResponseParserError
-    from urllib3.exceptions import HTTPError as Urllib3Error
-
-    it = iter(events)
-    while True:
-        try:
-            event = next(it)
-        except StopIteration:
-            return
-        except EventStreamError as e:
-            err = e.response.get("Error", {})
-            raise StreamError(f"{route}: stream failed with {err.get('Code', 'error')}: "
-                              f"{err.get('Message', '')}; nothing was stored") from None
-        except ParserError as e:
-            raise StreamError(f"{route}: malformed event-stream frame ({e}); nothing was stored") from None
-        except (BotoCoreError, OSError, Urllib3Error) as e:
-            raise StreamError(f"{route}: stream broke off ({e}); nothing was stored") from None
-        except (*_PARSE_ERRORS, ResponseParserError) as e:  # botocore's event payload parser: bad JSON / wrong member types
-            raise StreamError(f"{route}: malformed event ({type(e).__name__}: {str(e)[:120]}); "
-                              "nothing was stored") from None
-        if not isinstance(event, Mapping):
-            raise StreamError(f"{route}: malformed event ({type(event).__name__}); nothing was stored")
-        yield from event.items()
-
-
-def _client_error(e: Any, route: str) -> ProviderHTTPError:
-    err = e.response.get("Error", {})
-    meta = e.response.get("ResponseMetadata", {})
-    code = str(err.get("Code") or "UnknownError")
-    message = str(err.get("Message") or "")
-    status = int(meta.get("HTTPStatusCode") or 0)
-    body = orjson.dumps({"__type": code, "message": message}).decode()
-    cls: type[ProviderHTTPError] = ProviderHTTPError
-    hint = ""
-    if status in (401, 403) or code in ("AccessDeniedException", "UnrecognizedClientException"):
-        cls, hint = AuthFailed, "check the AWS credentials and that the model is enabled for this account"
-    elif status == 429 or code == "ThrottlingException":
-        cls, hint = RateLimited, "Bedrock is throttling; wait and retry"
-    return cls(f"{route}: HTTP {status} {code}: {message}", status=status, body=body, route=route,
-               headers=dict(meta.get("HTTPHeaders") or {}), hint=hint)
-
-
-def _boto_error(e: Exception, route: str) -> HermesError:
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-    from botocore.exceptions import NoCredentialsError, ParamValidationError
-
-    if isinstance(e, ParamValidationError):
-        return HermesError(f"{route}: botocore refused the request before sending it: {e}",
-                           hint="a Converse field is misspelled or has the wrong type")
-    if isinstance(e, NoCredentialsError):
-        return ConfigError("no AWS credentials for Bedrock", hint="set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-    if isinstance(e, BotoConnectionError):
-        return ProviderConnectionError(f"{route}: cannot reach Bedrock: {e}")
-    return StreamError(f"{route}: {type(e).__name__}: {e}; nothing was stored")

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from fnmatch import fnmatchcase
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
+from ..models import Profile
 from ..replay import PlannedMessage, ReplayPlan, Settings
 from ..resolve import Resolved
 from ..routes import deep_merge
@@ -44,20 +43,10 @@ from ..stream import (
     ToolCallDelta,
     UsageDelta,
 )
-from . import ToolSpec
+from . import FunctionDecoder, ToolSpec
 
-__all__ = ["BLOCKED_REASONS", "decode_event", "endpoint", "from_wire", "is_vertex", "thinking_config", "to_wire"]
+__all__ = ["BLOCKED_REASONS", "decode_event", "decoder", "endpoint", "from_wire", "thinking_config", "to_wire"]
 
-# Model facts, first match wins: how thinking is configured, and whether functionCall /
-# functionResponse carry ids (Gemini 3+ issues and matches them; 2.x matches by name/order).
-_MODELS: tuple[tuple[str, str, bool], ...] = (
-    ("gemini-3*", "level", True),
-    ("gemini-2.5-pro*", "budget-min", False),
-    ("gemini-2.5*", "budget", False),
-    ("*", "none", False),
-)
-_LEVELS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
-_BUDGETS = {"minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
 BLOCKED_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
                              "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "LANGUAGE",
                              "MODEL_ARMOR"})
@@ -68,54 +57,43 @@ _REASONING = "reasoning"
 _TEXT = "text"
 
 
-def _model_fact(model: str) -> tuple[str, bool]:
-    m = model.lower().rsplit("/", 1)[-1]
-    for pattern, thinking, ids in _MODELS:
-        if fnmatchcase(m, pattern):
-            return thinking, ids
-    return "none", False  # pragma: no cover - "*" always matches
-
-
 # ----------------------------------------------------------------------------- endpoint
 
 
-def is_vertex(resolved: Resolved) -> bool:
-    """Vertex AI path shape: a ``…/projects/P/locations/L`` base, Vertex host or the Vertex row."""
-    path = urlsplit(resolved.base_url).path
-    return "/projects/" in path or resolved.host.endswith("aiplatform.googleapis.com") or "vertex" in resolved.route.key
-
-
 def endpoint(resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]:
-    """(URL, extra headers). Auth headers come from ``keys.auth_headers`` (x-goog-api-key / Bearer)."""
+    """(URL, extra headers). Auth headers come from ``keys.auth_headers`` (x-goog-api-key / Bearer).
+
+    The row's ``variant`` picks the URL shape: Vertex puts the model under
+    ``…/publishers/google``; the Gemini API puts it right under the base."""
     base = resolved.base_url.rstrip("/")
     model = resolved.model.removeprefix("models/")
-    if is_vertex(resolved):
+    if resolved.route.variant == "vertex":
         prefix = base if base.endswith("/publishers/google") else f"{base}/publishers/google"
         url = f"{prefix}/models/{model}"
     else:
         url = f"{base}/models/{model}"
     url += ":streamGenerateContent?alt=sse" if stream else ":generateContent"
-    return url, {"accept": "text/event-stream" if stream else "application/json"}
+    return url, {"accept": "text/event-stream" if stream else "application/json", **resolved.route.headers}
 
 
 # ----------------------------------------------------------------------------- request
 
 
-def thinking_config(model: str, settings: Settings, thinking: bool) -> dict[str, Any]:
-    """``generationConfig.thinkingConfig`` for this model; never both level and budget (400)."""
-    kind, _ = _model_fact(model)
+def thinking_config(profile: Profile, settings: Settings, thinking: bool) -> dict[str, Any]:
+    """``generationConfig.thinkingConfig`` from the model's profile; never both level and budget (400)."""
+    kind = profile.thinking
     if not thinking:
-        if kind == "budget":
+        if profile.can_disable and kind == "budget":
             return {"includeThoughts": False, "thinkingBudget": 0}
-        if kind == "level":  # Gemini 3 cannot switch thinking off: ask for the least
-            return {"includeThoughts": False, "thinkingLevel": "low"}
+        if kind == "level":  # cannot switch thinking off: ask for the least
+            return {"includeThoughts": False, "thinkingLevel": profile.levels.get("low", "low")}
         return {"includeThoughts": False}
     out: dict[str, Any] = {"includeThoughts": True}
     effort = (settings.effort or "").lower()
     if effort and kind == "level":
-        out["thinkingLevel"] = _LEVELS.get(effort, "high")
-    elif effort and kind.startswith("budget"):
-        out["thinkingBudget"] = max(_BUDGETS.get(effort, 8192), 128 if kind == "budget-min" else 0)
+        out["thinkingLevel"] = profile.levels.get(effort, "high")
+    elif effort and kind == "budget" and effort in profile.budgets:
+        out["thinkingBudget"] = max(profile.budgets[effort], profile.min_budget)
     return out
 
 
@@ -189,7 +167,7 @@ _DEFAULT = Settings()
 def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = _DEFAULT,
             stream: bool = False, cache: object = None) -> dict[str, Any]:
     """The ``GenerateContentRequest`` body. ``stream`` changes only the URL, not the body."""
-    _, ids = _model_fact(plan.target.model)
+    ids = plan.target.profile.call_ids
     names = {p.id: p.name for m in plan.messages for p in m.parts if isinstance(p, ToolCall)}
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
@@ -213,7 +191,7 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
         body["tools"] = [{"functionDeclarations": [
             {"name": t.name, "description": t.description, "parametersJsonSchema": dict(t.parameters)}
             for t in tools]}]
-    body["generationConfig"] = {"thinkingConfig": thinking_config(plan.target.model, settings, plan.thinking)}
+    body["generationConfig"] = {"thinkingConfig": thinking_config(plan.target.profile, settings, plan.thinking)}
     if plan.request_fields:
         body = deep_merge(body, plan.request_fields)
     return body
@@ -343,3 +321,11 @@ def decode_event(event: str, data: str) -> list[Delta]:
     if isinstance(payload, list):  # a JSON-array stream (no alt=sse) delivered whole
         return [d for item in payload for d in _deltas(item)]
     return _deltas(payload)
+
+
+_DECODER = FunctionDecoder(decode_event, from_wire)
+
+
+def decoder(resolved: Resolved) -> FunctionDecoder:
+    """Gemini's events are whole responses: one stateless decoder serves every request."""
+    return _DECODER

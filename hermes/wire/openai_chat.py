@@ -5,8 +5,8 @@ fields, pads and native fields each assistant message carries; this module only 
 
 * ``to_wire`` — request body: ``model``, ``messages``, ``tools``, ``stream`` (+ usage in the
   stream) and the plan's ``request_fields`` (keep-thinking switches, effort) at the top level.
-  Per-call signatures go where the route reads them: Copilot ``function.thought_signature``,
-  Gemini-compat ``extra_content.google.thought_signature`` on the call.
+  Per-call signatures go where the row's ``call_signature`` path says (a dotted path inside
+  the tool call); URL and extra headers come from the row too.
 * ``from_wire`` / ``decode_event`` — a whole response or one SSE chunk as ``stream`` deltas.
   Both run through one ``ChatDecoder`` so the streamed and non-streamed parse of the same
   response fold into the same stored turn (design invariant 10), including ``<think>`` tags at
@@ -30,7 +30,7 @@ from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Part, Text, ToolCall, ToolResult
 from ..replay import BuildCache, PlannedMessage, ReplayPlan, Settings, common_prefix
 from ..resolve import Resolved
-from ..routes import deep_merge
+from ..routes import at_path, deep_merge
 from ..stream import (
     Delta,
     DetailsDelta,
@@ -44,7 +44,6 @@ from ..stream import (
 from . import ToolSpec
 
 __all__ = [
-    "COPILOT_HEADERS",
     "SUMMARY_PREFIX",
     "ChatDecoder",
     "decode_event",
@@ -56,13 +55,6 @@ __all__ = [
 ]
 
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
-COPILOT_HEADERS: Mapping[str, str] = {
-    "copilot-integration-id": "vscode-chat",
-    "editor-version": "vscode/1.104.0",
-    "editor-plugin-version": "copilot-chat/0.31.0",
-    "openai-intent": "conversation-panel",
-}
-"""Copilot refuses requests that do not name an integration and an editor."""
 
 _DEFAULT_SETTINGS = Settings()
 _RKEY = "reasoning"
@@ -74,9 +66,8 @@ _OPEN, _CLOSE = "<think>", "</think>"
 
 
 def endpoint(resolved: Resolved, stream: bool = False) -> tuple[str, dict[str, str]]:
-    """(URL, extra headers) for one request; same URL streaming or not."""
-    headers = dict(COPILOT_HEADERS) if resolved.route.key == "copilot" else {}
-    return f"{resolved.base_url.rstrip('/')}/chat/completions", headers
+    """(URL, the row's extra headers) for one request; same URL streaming or not."""
+    return f"{resolved.base_url.rstrip('/')}/chat/completions", dict(resolved.route.headers)
 
 
 def to_wire(
@@ -88,17 +79,17 @@ def to_wire(
     cache: BuildCache | None = None,
 ) -> dict[str, Any]:
     """The request body for ``plan``; nothing here decides what reasoning is replayed."""
-    copilot_sigs = "reasoning_opaque" in plan.target.route.native
+    sig_at = plan.target.route.call_signature
     if cache is None:
-        chunks = [_render(pm, copilot_sigs) for pm in plan.messages]
+        chunks = [_render(pm, sig_at) for pm in plan.messages]
     else:  # reuse the previous request's rendered prefix (same planned objects), render the rest
         chunks = []
         last = cache.last_render
-        if last is not None and last[0] == ("openai_chat", copilot_sigs):
+        if last is not None and last[0] == ("openai_chat", sig_at):
             chunks = last[2][: common_prefix(last[1], plan.messages)]
-        chunks += [cache.get(pm, copilot_sigs, lambda pm=pm: _render(pm, copilot_sigs))
+        chunks += [cache.get(pm, sig_at, lambda pm=pm: _render(pm, sig_at))
                    for pm in plan.messages[len(chunks):]]
-        cache.last_render = (("openai_chat", copilot_sigs), plan.messages, chunks)
+        cache.last_render = (("openai_chat", sig_at), plan.messages, chunks)
     messages: list[dict[str, Any]] = list(chain.from_iterable(chunks))
     body: dict[str, Any] = {"model": plan.target.model, "messages": messages}
     if tools:
@@ -119,7 +110,7 @@ def _tool(t: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": fn}
 
 
-def _render(pm: PlannedMessage, copilot_sigs: bool) -> list[dict[str, Any]]:
+def _render(pm: PlannedMessage, sig_at: str) -> list[dict[str, Any]]:
     """One planned message → chat messages (a compaction becomes its own user message)."""
     out: list[dict[str, Any]] = []
     rest: list[Part] = []
@@ -134,7 +125,7 @@ def _render(pm: PlannedMessage, copilot_sigs: bool) -> list[dict[str, Any]]:
         case "system" | "user":
             out.append({"role": pm.role, "content": _text_only(pm, rest)})
         case "assistant":
-            out.append(_assistant(pm, rest, copilot_sigs))
+            out.append(_assistant(pm, rest, sig_at))
         case "tool":
             out.extend(_tool_results(pm, rest))
         case _:  # pragma: no cover - Message validates roles
@@ -155,7 +146,7 @@ def _text_only(pm: PlannedMessage, parts: Sequence[Part]) -> str:
     return "".join(texts)
 
 
-def _assistant(pm: PlannedMessage, parts: Sequence[Part], copilot_sigs: bool) -> dict[str, Any]:
+def _assistant(pm: PlannedMessage, parts: Sequence[Part], sig_at: str) -> dict[str, Any]:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for p in parts:
@@ -163,7 +154,7 @@ def _assistant(pm: PlannedMessage, parts: Sequence[Part], copilot_sigs: bool) ->
             case Text():
                 texts.append(p.text)
             case ToolCall():
-                calls.append(_call(p, pm.tool_signatures.get(p.id), copilot_sigs))
+                calls.append(_call(p, pm.tool_signatures.get(p.id), sig_at))
             case _:
                 raise _unsupported(pm, p)
     text = "".join(texts)
@@ -174,14 +165,10 @@ def _assistant(pm: PlannedMessage, parts: Sequence[Part], copilot_sigs: bool) ->
     return msg
 
 
-def _call(c: ToolCall, sig: str | None, copilot_sigs: bool) -> dict[str, Any]:
-    fn: dict[str, Any] = {"name": c.name, "arguments": c.arguments}
-    call: dict[str, Any] = {"id": c.id, "type": "function", "function": fn}
-    if sig:
-        if copilot_sigs:
-            fn["thought_signature"] = sig
-        else:
-            call["extra_content"] = {"google": {"thought_signature": sig}}
+def _call(c: ToolCall, sig: str | None, sig_at: str) -> dict[str, Any]:
+    call: dict[str, Any] = {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+    if sig and sig_at:
+        call = deep_merge(call, at_path(sig_at, sig))
     return call
 
 

@@ -31,9 +31,9 @@ from ..replay import ReplayPlan, Settings
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
-from . import ToolSpec
+from . import FunctionDecoder, ToolSpec
 
-__all__ = ["BLOB_KIND", "SEPARATOR", "SUMMARY_PARTS", "decode_event", "endpoint", "from_wire", "to_wire"]
+__all__ = ["BLOB_KIND", "SEPARATOR", "SUMMARY_PARTS", "decode_event", "decoder", "endpoint", "from_wire", "to_wire"]
 
 BLOB_KIND = "openai.encrypted"
 SEPARATOR = "\n\n"
@@ -48,7 +48,7 @@ _DEFAULT_SETTINGS = Settings()
 def endpoint(resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]:
     """``{base}/responses``; streaming asks for server-sent events."""
     headers = {"accept": "text/event-stream"} if stream else {"accept": "application/json"}
-    return f"{resolved.base_url}/responses", headers
+    return f"{resolved.base_url}/responses", {**headers, **resolved.route.headers}
 
 
 # ----------------------------------------------------------------------------- request
@@ -82,7 +82,7 @@ def to_wire(
     if plan.thinking:
         body["include"] = ["reasoning.encrypted_content"]
         reasoning: dict[str, Any] = {"summary": "auto"}
-        if settings.effort:
+        if settings.effort and plan.target.profile.takes_effort(settings.effort):
             reasoning = {"effort": settings.effort, **reasoning}
         body["reasoning"] = reasoning
     if plan.request_fields:
@@ -339,3 +339,11 @@ def _decode(obj: Mapping[str, Any], kind: Any, data: str) -> list[Delta]:
         case "error":
             raise StreamError(f"Responses stream error: {obj.get('message') or obj.get('error') or data[:120]}")
     return []
+
+
+_DECODER = FunctionDecoder(decode_event, from_wire)
+
+
+def decoder(resolved: Resolved) -> FunctionDecoder:
+    """Every streamed delta is keyed by its item id: one stateless decoder serves every request."""
+    return _DECODER

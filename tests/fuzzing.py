@@ -9,7 +9,7 @@ bytes arrive in production:
   wire's streaming decoder (the one ``provider.complete`` picks) → ``Accumulator.result()``;
 * ``<wire>.json`` — a whole body → ``provider.decode_body`` → ``from_wire`` → fold;
 * ``bedrock.frames`` — event-stream bytes → botocore's ``EventStream`` (the real buffer and
-  parser) → ``bedrock.stream_deltas`` → fold; ``bedrock.json`` goes through botocore's
+  parser) → ``transport_aws.stream_deltas`` → fold; ``bedrock.json`` goes through botocore's
   REST-JSON parser first, as ``client.converse`` does;
 * ``history`` (``messages.load_jsonl``), ``routes.toml`` (``resolve.load_table``) and
   ``config.toml`` (``config.load_config``).
@@ -36,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from .errors import HermesError
+from hermes.errors import HermesError
 
 __all__ = [
     "TARGETS",
@@ -308,7 +308,7 @@ def _frames(seed: bytes) -> list[bytes]:
 def mutate_frames(seed: bytes, rnd: random.Random) -> bytes:
     """Mutated AWS event-stream bytes: re-encoded frames with damaged JSON or headers (valid
     CRCs, so the payload reaches the JSON parser and the wire), bit flips, truncation, noise."""
-    from .emulate.bedrock import encode_frame
+    from hermes.emulate.bedrock import encode_frame
 
     frames = _frames(seed)
     op = rnd.randrange(6)
@@ -399,7 +399,7 @@ class Target:
 
 
 def _route(wire: str) -> Any:
-    from .resolve import resolve
+    from hermes.resolve import resolve
 
     name = {"openai_chat": "minimax", "anthropic": "anthropic", "gemini": "gemini",
             "openai_responses": "openai-responses", "bedrock": "bedrock"}[wire]
@@ -410,8 +410,8 @@ def _route(wire: str) -> Any:
 
 def _finish(resolved: Any, deltas_iter: Callable[[Callable[[Sequence[Any]], None]], None]) -> None:
     """Fold what a decoder emits, take the result and check it survives the history JSON form."""
-    from . import messages
-    from .stream import Accumulator
+    from hermes import messages
+    from hermes.stream import Accumulator
 
     acc = Accumulator(resolved.key)
 
@@ -433,13 +433,11 @@ def _sse_target(wire: str) -> Callable[[bytes], None]:
     def run(data: bytes) -> None:
         import httpx
 
-        from .provider import get_wire, iter_sse
+        from hermes.provider import iter_sse
+        from hermes.wire import get_wire
 
         resolved = _route(wire)
-        mod = get_wire(wire)
-        dec = mod.decoder(resolved) if hasattr(mod, "decoder") else mod
-        decode = dec.decode_event if dec is not mod else (
-            mod.new_decoder() if hasattr(mod, "new_decoder") else mod.decode_event)
+        decode = get_wire(wire).decoder(resolved).decode_event
         chunks = [data[i:i + 97] for i in range(0, len(data), 97)]
         response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(chunks))
 
@@ -454,11 +452,11 @@ def _sse_target(wire: str) -> Callable[[bytes], None]:
 
 def _json_target(wire: str) -> Callable[[bytes], None]:
     def run(data: bytes) -> None:
-        from .provider import decode_body, get_wire
+        from hermes.provider import decode_body
+        from hermes.wire import get_wire
 
         resolved = _route(wire)
-        mod = get_wire(wire)
-        dec = mod.decoder(resolved) if hasattr(mod, "decoder") else mod
+        dec = get_wire(wire).decoder(resolved)
         _finish(resolved, lambda feed: feed(dec.from_wire(decode_body(data, resolved.route.key))))
 
     return run
@@ -493,24 +491,24 @@ def _bedrock_frames(data: bytes) -> None:
     from botocore.eventstream import EventStream
     from botocore.parsers import EventStreamJSONParser
 
-    from .wire import bedrock
+    from hermes import transport_aws
 
     resolved = _route("bedrock")
     shape, _ = _botocore()
     events = EventStream(_RawStream(data), shape, EventStreamJSONParser(), "ConverseStream")
-    _finish(resolved, lambda feed: bedrock.stream_deltas(events, resolved.route.key, feed))
+    _finish(resolved, lambda feed: transport_aws.stream_deltas(events, resolved.route.key, feed))
 
 
 def _bedrock_json(data: bytes) -> None:
-    from .wire import bedrock
+    from hermes import transport_aws
 
     resolved = _route("bedrock")
     _, shape = _botocore()
-    _finish(resolved, lambda feed: feed(bedrock.parse_converse(data, shape, resolved.route.key)))
+    _finish(resolved, lambda feed: feed(transport_aws.parse_converse(data, shape, resolved.route.key)))
 
 
 def _history(data: bytes) -> None:
-    from .messages import dumps, load_jsonl, loads
+    from hermes.messages import dumps, load_jsonl, loads
 
     for m in load_jsonl(data.split(b"\n"), source="fuzz.jsonl"):
         if loads(dumps(m)) != m:
@@ -525,7 +523,7 @@ def _in_file(name: str, data: bytes, fn: Callable[[Path], Any]) -> None:
 
 
 def _routes_toml(data: bytes) -> None:
-    from .resolve import load_table, resolve
+    from hermes.resolve import load_table, resolve
 
     def go(p: Path) -> None:
         table = load_table(p)
@@ -536,7 +534,7 @@ def _routes_toml(data: bytes) -> None:
 
 
 def _config_toml(data: bytes) -> None:
-    from .config import load_config
+    from hermes.config import load_config
 
     _in_file("config.toml", data, load_config)
 
@@ -590,16 +588,16 @@ def capture_corpus() -> dict[str, list[bytes]]:
         return _CORPUS
     import httpx
 
-    from . import messages
-    from .emulate import Emulator
-    from .emulate.bedrock import _frame, event_frames, response_payload
-    from .emulate.core import EmulatorState
-    from .keys import auth_headers
-    from .messages import Message, ToolResult
-    from .provider import complete, get_wire
-    from .replay import plan_replay
-    from .resolve import resolve
-    from .wire import ToolSpec
+    from hermes import messages
+    from hermes.emulate import Emulator
+    from hermes.emulate.bedrock import _frame, event_frames, response_payload
+    from hermes.emulate.core import EmulatorState
+    from hermes.keys import auth_headers
+    from hermes.messages import Message, ToolResult
+    from hermes.provider import complete, get_wire
+    from hermes.replay import plan_replay
+    from hermes.resolve import resolve
+    from hermes.wire import ToolSpec
 
     tools = [ToolSpec("list_files", "List files", {"type": "object", "properties": {"path": {"type": "string"}}})]
     corpus: dict[str, list[bytes]] = {k: [] for k in (*(f"{w}.{s}" for w in WIRES for s in ("sse", "json")),
