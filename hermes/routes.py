@@ -1,6 +1,6 @@
 """The route table: every provider route and how it takes reasoning back. Pure data.
 
-Each row is a measured fact about a provider (sources in ``shared/research/providers.md``):
+Each row is a measured fact about a provider (what each family reads back, and why: docs/routes.md):
 which carrier fields its assistant messages read, whether a tool turn must echo
 ``reasoning_content``, which keep-thinking switches make it actually keep replayed
 reasoning, which private native fields it owns, and which opaque blob kinds it accepts back.

@@ -1,6 +1,6 @@
 """AWS Bedrock Converse / ConverseStream: render a ``ReplayPlan`` as Converse keyword arguments.
 
-Wire facts (``shared/research/providers.md`` §6, seed system §5):
+Wire facts (from the Bedrock Converse API reference and observed exchanges):
 
 * Reasoning goes back as ``reasoningContent`` blocks in the assistant message, in the order
   captured: ``{"reasoningText": {"text", "signature"?}}`` (signature only for a signed
