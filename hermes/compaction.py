@@ -475,6 +475,7 @@ class AutoCompactor:
         est = estimate_history(full, resolved, learned=learned, settings=agent.settings, tools=tools, factor=factor)
         if est <= budget:
             return history
+        agent._emit("compacting", {"estimate": est, "budget": budget})
         summarize = self.summarize or model_summarizer(resolved, api_key=agent.api_key,
                                                        transport=agent.transport, budget=budget)
         out = compact(full, resolved, summarize=summarize, budget=budget, keep_last=self.keep_last,

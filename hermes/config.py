@@ -20,6 +20,10 @@ token = ""                     # prefer HERMES_GATEWAY_TOKEN
 allowed_base_urls = []         # base URLs clients may point a session at (besides route defaults)
 allowed_hosts = []             # Host headers accepted besides loopback names and the bound address
 allowed_origins = []           # browser Origins allowed to call (the gateway's own is always allowed)
+
+[mcp.servers.files]            # MCP tools (see hermes/mcp_config.py, docs/mcp.md)
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
 ```
 
 A key-shaped setting (``api_key``, ``token`` outside ``[gateway]``) is refused so secrets stay
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .mcp_config import McpServer, parse_mcp
 from .paths import config_path
 from .tomlfile import read_toml
 
@@ -65,6 +70,7 @@ class Config:
     allowed_base_urls: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
     source: str = ""
 
 
@@ -81,7 +87,8 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
 
 def _line_of(src: str, key: str) -> int:
     for n, line in enumerate(src.splitlines(), 1):
-        if re.match(rf"\s*{re.escape(key)}\s*=", line) or line.strip() == f"[{key}]":
+        if re.match(rf"\s*{re.escape(key)}\s*=", line) or line.strip() == f"[{key}]" \
+                or line.strip().startswith(f"[{key}."):
             return n
     return 1
 
@@ -106,6 +113,8 @@ def load_config(path: Path | None = None) -> Config:
             if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
                 raise ConfigError(f"{where}: 'allow_read' must be a list of directory paths")
             values["allow_read"] = tuple(str(Path(v).expanduser()) for v in value)
+        elif key == "mcp":
+            values["mcp_servers"] = parse_mcp(value, where)
         elif key in _TYPES:
             want = _TYPES[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
@@ -121,7 +130,7 @@ def load_config(path: Path | None = None) -> Config:
             values[key] = value or None if want is str else value
         else:
             raise ConfigError(f"{where}: unknown setting '{key}'",
-                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read']))}")
+                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read', 'mcp']))}")
     return Config(**values)
 
 

@@ -2,8 +2,8 @@
 
 The preflight check (is this request over the route's context budget?) and compaction's tail
 walk (how much of the history fits?) must agree to the token: if they did not, a compaction
-could leave a history that the next preflight still finds too big, and compact again, forever
-(seed-system §9.4). So both price a history the same way — through :func:`plan_costs` — and
+could leave a history that the next preflight still finds too big, and compact again, forever.
+So both price a history the same way — through :func:`plan_costs` — and
 both price the *plan* (``plan_replay``'s output), never the stored history: a part the route
 will not receive (a foreign signature, an earlier turn's thinking on a strip route, anything
 before the latest checkpoint) is not in the plan, so it costs nothing automatically.

@@ -132,6 +132,29 @@ def _by_name(table: Sequence[Route], name: str) -> Route | None:
     return None
 
 
+def _words(name: str) -> set[str]:
+    """The distinctive words of a route name or label (``vertex`` in ``anthropic-vertex``)."""
+    return {w for w in re.split(r"[^a-z0-9]+", name.lower()) if len(w) >= 4 and w not in ("openai", "compat")}
+
+
+def _look_alikes(table: Sequence[Route], name: str, exclude: Route | None = None) -> list[Route]:
+    """Rows whose names share a distinctive word with ``name``: ``vertex`` is Gemini on Vertex
+    AI while ``anthropic-vertex`` is Claude there, and a user should be told which is which."""
+    words = _words(name)
+    return [r for r in table if r is not exclude and words & {w for n in (r.key, *r.providers) for w in _words(n)}]
+
+
+def _unknown_hint(table: Sequence[Route], name: str) -> str:
+    alikes = _look_alikes(table, name)
+    if 1 < len(alikes) <= 6:
+        listed = "; ".join(f"-p {r.key}" + (f" (or {', '.join(r.providers)})" if r.providers else "")
+                           + f" = {r.label}" for r in alikes)
+        return f"{listed}. `hermes routes` lists every route"
+    names = sorted({r.key for r in table} | {p for r in table for p in r.providers})
+    close = difflib.get_close_matches(name.lower(), names, n=1) or [r.key for r in alikes]
+    return (f"did you mean {close[0]!r}? " if close else "") + "`hermes routes` lists them"
+
+
 def resolve(
     provider: str | None,
     base_url: str | None,
@@ -146,11 +169,10 @@ def resolve(
     if provider:
         row = _by_name(table, provider)
         if row is None:
-            names = sorted({r.key for r in table} | {p for r in table for p in r.providers})
-            close = difflib.get_close_matches(provider.lower(), names, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise RouteError(f"unknown provider {provider!r}", hint=f"{hint}`hermes routes` lists them")
-        why.append(f"--provider {provider!r} names row {row.key!r}")
+            raise RouteError(f"unknown provider {provider!r}", hint=_unknown_hint(table, provider))
+        why.append(f"--provider {provider!r} names row {row.key!r} ({row.label})")
+        why.extend(f"not to be confused with {o.key!r} ({o.label}, another wire)"
+                   for o in _look_alikes(table, provider, row) if o.wire != row.wire)
         url = base_url or row.base_url
         if base_url:
             why.append(f"--base-url changes the host to {parse_base_url(base_url)[0]!r}, not the row")

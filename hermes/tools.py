@@ -1,11 +1,13 @@
 """Tools the model can call: four built-ins plus any registered under the ``hermes.tools``
 entry-point group.
 
-A tool never crashes the agent: bad arguments, unknown names, exceptions and oversized
-output all become a ``ToolResult`` with ``is_error`` (or a truncation note) that the model
-sees. ``run_command`` runs only when the user allowed it (``--allow-commands``) or confirms
-it (the REPL asks). Paths stay inside the workspace, reads and searches are bounded, commands
-time out, and known secrets are scrubbed from every result: see ``hermes.tool_safety``.
+A tool never crashes the agent: bad arguments (unparsable, or not matching the tool's JSON
+Schema — see ``toolargs``), unknown names, exceptions and oversized output all become a
+``ToolResult`` with ``is_error`` (or a truncation note) that the model sees. MCP servers' tools
+(``mcp_tools``) come in as a ``ToolSource`` and go through the same ``execute``. ``run_command``
+runs only when the user allowed it (``--allow-commands``) or confirms it (the REPL asks). Paths
+stay inside the workspace, reads and searches are bounded, commands time out, and known secrets
+are scrubbed from every result: see ``hermes.tool_safety``.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 import itertools
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -33,7 +36,7 @@ from .tool_safety import (
 )
 from .wire import ToolSpec
 
-__all__ = ["MAX_OUTPUT", "Tool", "ToolContext", "Toolbox", "builtin_tools", "load_toolbox"]
+__all__ = ["MAX_OUTPUT", "Tool", "ToolContext", "ToolSource", "Toolbox", "builtin_tools", "load_toolbox"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,18 +161,45 @@ def builtin_tools() -> list[Tool]:
     ]
 
 
-class Toolbox:
-    """Tools by name; ``execute`` turns every failure into an error result."""
+class ToolSource(Protocol):
+    """Tools that are expensive to list (MCP servers): asked once, when the model first needs them."""
 
-    def __init__(self, tools: Iterable[Tool], ctx: ToolContext | None = None) -> None:
+    def tools(self) -> list[Tool]: ...
+
+
+class Toolbox:
+    """Tools by name; ``execute`` turns every failure into an error result.
+
+    Arguments are parsed, then validated against the tool's JSON Schema (``toolargs``) before
+    the tool runs, whatever the tool's origin. ``sources`` are listed on first use, so a chat
+    that never reaches the model never starts an MCP server.
+    """
+
+    def __init__(self, tools: Iterable[Tool], ctx: ToolContext | None = None, *,
+                 sources: Iterable[ToolSource] = ()) -> None:
         self.tools = {t.spec.name: t for t in tools}
         self.ctx = ctx or ToolContext()
+        self._sources = list(sources)
+        self._sources_lock = threading.Lock()  # the gateway shares one toolbox between turns
+
+    def _load_sources(self) -> None:
+        if not self._sources:
+            return
+        with self._sources_lock:
+            while self._sources:
+                for tool in self._sources[0].tools():
+                    self.tools.setdefault(tool.spec.name, tool)
+                self._sources.pop(0)
 
     @property
     def specs(self) -> list[ToolSpec]:
+        self._load_sources()
         return [t.spec for t in self.tools.values()]
 
     def execute(self, call: ToolCall) -> ToolResult:
+        from .toolargs import check_args
+
+        self._load_sources()
         tool = self.tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
@@ -180,6 +210,9 @@ class Toolbox:
                 raise ValueError("arguments must be a JSON object")
         except (orjson.JSONDecodeError, ValueError) as e:
             return ToolResult(call.id, f"error: bad arguments for {call.name}: {e}", call.name, True)
+        problem = check_args(call.name, tool.spec.parameters, args)
+        if problem is not None:
+            return ToolResult(call.id, finish_output(f"error: {problem}"), call.name, True)
         try:
             out = tool.run(args, self.ctx)
         except Exception as e:  # a tool failure is the model's information, not our crash
@@ -188,8 +221,10 @@ class Toolbox:
         return ToolResult(call.id, finish_output(out), call.name)
 
 
-def load_toolbox(ctx: ToolContext | None = None, *, plugins: bool = True) -> Toolbox:
-    """Built-ins plus entry-point tools (``hermes.tools``: a Tool or a callable returning Tools)."""
+def load_toolbox(ctx: ToolContext | None = None, *, plugins: bool = True,
+                 sources: Iterable[ToolSource] = ()) -> Toolbox:
+    """Built-ins plus entry-point tools (``hermes.tools``: a Tool or a callable returning Tools),
+    plus ``sources`` (e.g. ``mcp_tools.McpHub``) listed on first use."""
     tools = builtin_tools()
     if plugins:
         from importlib.metadata import entry_points
@@ -198,4 +233,4 @@ def load_toolbox(ctx: ToolContext | None = None, *, plugins: bool = True) -> Too
             obj = ep.load()
             loaded = obj if isinstance(obj, Tool) else obj()
             tools.extend([loaded] if isinstance(loaded, Tool) else list(loaded))
-    return Toolbox(tools, ctx)
+    return Toolbox(tools, ctx, sources=sources)

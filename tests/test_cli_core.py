@@ -38,7 +38,7 @@ def history_file(tmp_path: Path) -> Path:
 def test_help_reads_well(hermes_home):
     r = run("--help", home=hermes_home)
     assert r.returncode == 0
-    for cmd in ("chat", "sessions", "replay", "routes", "logs", "emulate", "demo", "gateway"):
+    for cmd in ("chat", "sessions", "replay", "routes", "logs", "emulate", "demo", "gateway", "mcp"):
         assert cmd in r.stdout
 
 

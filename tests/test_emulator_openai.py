@@ -1,6 +1,6 @@
 """The chat-completions emulators, driven over real loopback HTTP by the official ``openai`` SDK.
 
-Expectations here are written out by hand from ``shared/research/providers.md`` (not read from the
+Expectations here are written out by hand from the providers' documented behaviour (not read from the
 emulator's own table), so a wrong row in ``chat_rules.FACTS`` fails a test.
 """
 

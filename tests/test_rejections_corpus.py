@@ -1,4 +1,4 @@
-"""The rejection corpus: real provider error bodies (shared/research/providers.md) and adversarial
+"""The rejection corpus: real provider error bodies (as providers returned them) and adversarial
 ones, each with the request shape that drew it and the lesson it must teach — often none.
 
 Every fixture in tests/fixtures/rejections/ is checked for zero false learnings and zero missed

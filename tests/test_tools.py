@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+from _plugin import install_plugin
 
 from hermes.messages import ToolCall
 from hermes.tools import ToolContext, load_toolbox
@@ -28,15 +29,9 @@ def test_builtin_tools_work_in_the_working_directory(tmp_path):
 
 
 def test_entry_point_tools_are_loaded(tmp_path, monkeypatch):
-    site = tmp_path / "site"
-    dist = site / "hermes_echo_plugin-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-echo-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[hermes.tools]\necho = hermes_echo_plugin:tools\n")
-    (site / "hermes_echo_plugin.py").write_text(
-        "from hermes.tools import Tool\nfrom hermes.wire import ToolSpec\n"
-        "def tools():\n    return [Tool(ToolSpec('echo', 'Echo text.'), lambda args, ctx: args.get('text', ''))]\n")
-    monkeypatch.syspath_prepend(str(site))
+    install_plugin(tmp_path, monkeypatch, "hermes_echo_plugin", "echo",
+                   "from hermes.tools import Tool\nfrom hermes.wire import ToolSpec\n"
+                   "def tools():\n    return [Tool(ToolSpec('echo', 'Echo text.'), lambda args, ctx: args.get('text', ''))]\n")
     box = load_toolbox()
     assert "echo" in box.tools and [s.name for s in box.specs][:4] == ["list_dir", "read_file", "search_files",
                                                                         "run_command"]

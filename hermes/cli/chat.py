@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from .progress import Activity
+
 __all__ = ["chat"]
 
 
@@ -41,18 +43,30 @@ class _Printer:
         self.in_reasoning = False
         self.wrote_text = False
         self.spinner = _Spinner()
+        self.activity = Activity()
 
     def __call__(self, kind: str, payload: Any) -> None:
         from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
         from ..terminal import printable
 
         if kind == "waiting":
+            self.activity.stop()
             if not self.quiet:
                 self.spinner.start(f"waiting for {payload['route']} · {payload['model']}…")
             return
         self.spinner.stop()
+        if kind == "compacting":  # a summary request runs before the turn's next request
+            if not self.quiet:
+                self.activity.start(f"compacting: ~{payload['estimate']:,} tokens > budget {payload['budget']:,}; "
+                                    "summarising older turns…")
+            return
+        if kind == "mcp_starting":
+            if not self.quiet:
+                self.activity.start(payload)
+            return
+        self.activity.stop()
         if self.quiet:
-            if kind in ("learned", "compaction"):
+            if kind in ("learned", "compaction", "mcp_failed"):
                 click.echo(printable(f"hermes: {payload}"), err=True)
             return
         if kind == "delta":
@@ -71,8 +85,9 @@ class _Printer:
         elif kind == "tool_result":
             status = "error" if payload.is_error else f"{len(payload.content)} chars"
             click.secho(f"  ← {printable(payload.name or payload.call_id)}: {status}", err=True, fg="cyan")
-        elif kind in ("learned", "compaction"):
+        elif kind in ("learned", "compaction", "mcp_failed"):
             click.secho(printable(f"hermes: {payload}"), err=True, fg="yellow")
+        # other kinds ("mcp_started", "request") only end the spinners above
 
     def _end_reasoning(self) -> None:
         if self.in_reasoning:
@@ -81,12 +96,38 @@ class _Printer:
 
     def end_turn(self, answer: str) -> None:
         self.spinner.stop()
+        self.activity.stop()
         self._end_reasoning()
         if not self.quiet:
             if not self.wrote_text and answer:
                 click.echo(answer, nl=False)
             click.echo("")
         self.wrote_text = False
+
+
+def _first_piped_line() -> str | None:
+    """The first non-blank line of a non-terminal stdin; None when it is closed or empty."""
+    if sys.stdin is None:
+        return None
+    try:
+        for line in sys.stdin:
+            if line.strip():
+                return line.rstrip("\n")
+    except (OSError, ValueError):  # fd 0 closed underneath us
+        return None
+    return None
+
+
+def _failure(e: Exception, sid: str | None) -> dict[str, Any]:
+    """The JSON object ``chat --json`` prints when the turn fails (texts already redacted)."""
+    from ..errors import HermesError, redact
+
+    if isinstance(e, HermesError):
+        message, hint = str(e), e.hint
+    else:
+        message, hint = redact(f"internal error: {type(e).__name__}: {e}"), ""
+    return {"error": message, "hint": hint or None, "type": type(e).__name__, "session_id": sid,
+            "status": getattr(e, "status", None)}
 
 
 def _confirm(command: str) -> bool:
@@ -98,11 +139,12 @@ def _confirm(command: str) -> bool:
 @click.option("--provider", "-p", help="Provider / route (see `hermes routes`).")
 @click.option("--model", "-m", help="Model id, or an alias from config.toml.")
 @click.option("--base-url", "-u", help="Base URL (changes the host, not the route named by --provider).")
-@click.option("--api-key", help="API key (else the provider's variable, else HERMES_API_KEY).")
+@click.option("--api-key", help="API key (else the provider's variable, else HERMES_API_KEY; Bedrock uses AWS credentials).")
 @click.option("--resume", "-r", "resume", metavar="ID", help="Continue a stored session.")
 @click.option("--continue", "-c", "cont", is_flag=True, help="Continue the most recent session.")
 @click.option("--stream/--no-stream", default=None, help="Stream the response (default from config: on).")
-@click.option("--json", "as_json", is_flag=True, help="With -q: print one JSON object (session_id, answer, ...).")
+@click.option("--json", "as_json", is_flag=True,
+              help="With -q: print one JSON object (session_id, answer, ... or error, hint on failure).")
 @click.option("--effort", help="Reasoning effort (route-specific: low, medium, high, ...).")
 @click.option("--no-thinking", is_flag=True, help="Do not request thinking (switches are not sent).")
 @click.option("--allow-commands", is_flag=True, help="Let the model run shell commands without asking.")
@@ -124,17 +166,22 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     hermes chat -c -p openrouter -m anthropic/claude-sonnet-4.5   # switch provider, keep going
 
     In the REPL: /branch, /compress, /model [PROVIDER:]MODEL, /sessions, /help, /quit.
-    Ctrl-C cancels the running turn (nothing half-done is stored); Ctrl-D quits.
+    Ctrl-C cancels the running turn (nothing half-done is stored); Ctrl-D quits. Without -q and
+    without a terminal, piped lines are the REPL's input.
+
+    Tools: list_dir, read_file, search_files, run_command (--allow-commands), plugins, and every
+    MCP server in config.toml as SERVER__tool (`hermes mcp list`).
     """
     from ..agent import Agent
     from ..compaction import AutoCompactor
     from ..config import load_config
+    from ..errors import HermesError
     from ..keys import find_key
-    from ..lease import session_lease
     from ..replay import Settings
     from ..runtime import open_session
     from ..store import Store
     from ..tools import ToolContext, load_toolbox
+    from ._common import echo_json, ignored_key_warning
 
     if resume and cont:
         raise click.UsageError("use --resume ID or --continue, not both")
@@ -142,35 +189,50 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         raise click.UsageError("--json needs -q")
     if query is not None and not query.strip():
         raise click.UsageError("-q needs some text: an empty message is not a turn")
-    config = load_config()
-    store = Store()
-    sid, resolved = open_session(store, config, resume=resume, cont=cont, provider=provider, model=model,
-                                 base_url=base_url, title=title or (query or "")[:60])
-    key = find_key(resolved.route, api_key)
-    interactive = query is None
-    ctx = ToolContext(allow_commands=allow_commands or config.allow_commands,
-                      confirm=_confirm if interactive and sys.stdin.isatty() else None,
-                      read_roots=tuple(Path(p) for p in (*config.allow_read, *allow_read)))
-    printer = _Printer(quiet=as_json, show_reasoning=show_reasoning)
-    agent = Agent(store, load_toolbox(ctx), Settings(thinking=not no_thinking and config.thinking,
-                                                     effort=effort or config.effort),
-                  stream=config.stream if stream is None else stream, api_key=key,
-                  max_steps=max_steps or config.max_steps, on_event=printer,
-                  compactor=AutoCompactor(budget=config.context_budget or None))
-    if query is not None:
-        with session_lease(store, sid):
-            result = agent.run_turn(sid, query, resolved)
-        printer.end_turn(result.answer)
-        if as_json:
-            from ._common import echo_json
+    piped: list[str] = []
+    if query is None and not (sys.stdin is not None and sys.stdin.isatty()):
+        first = _first_piped_line()
+        if first is None:  # before any session exists: nothing is stored
+            raise HermesError("nothing to do: no -q and stdin is closed or empty, so no session was started",
+                              hint='pass -q "your question", pipe lines in, or run `hermes chat` in a terminal')
+        piped.append(first)
+    sid: str | None = None
+    try:
+        config = load_config()
+        store = Store()
+        sid, resolved = open_session(store, config, resume=resume, cont=cont, provider=provider, model=model,
+                                     base_url=base_url, title=title or (query or (piped[0] if piped else ""))[:60])
+        key = find_key(resolved.route, ignored_key_warning(resolved.route, api_key))
+        ctx = ToolContext(allow_commands=allow_commands or config.allow_commands,
+                          confirm=_confirm if query is None and not piped else None,
+                          read_roots=tuple(Path(p) for p in (*config.allow_read, *allow_read)))
+        printer = _Printer(quiet=as_json, show_reasoning=show_reasoning)
+        sources = []
+        if config.mcp_servers:  # started when the first request lists tools; stopped at exit
+            from ..mcp_tools import McpHub
 
-            echo_json({"session_id": sid, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
-                       "route": resolved.route.key, "model": resolved.model, "learned": result.learned})
-        elif result.stopped != "answer":
-            click.echo(f"hermes: stopped after {result.steps} steps without an answer (--max-steps)", err=True)
-        if not as_json:
-            click.echo(f"session {sid}", err=True)
-        return
+            sources.append(McpHub(config.mcp_servers, on_event=printer))
+        agent = Agent(store, load_toolbox(ctx, sources=sources),
+                      Settings(thinking=not no_thinking and config.thinking, effort=effort or config.effort),
+                      stream=config.stream if stream is None else stream, api_key=key,
+                      max_steps=max_steps or config.max_steps, on_event=printer,
+                      compactor=AutoCompactor(budget=config.context_budget or None))
+        if query is not None:
+            result = agent.run_turn(sid, query, resolved)
+            printer.end_turn(result.answer)
+            if as_json:
+                echo_json({"session_id": sid, "answer": result.answer, "steps": result.steps,
+                           "stopped": result.stopped, "route": resolved.route.key, "model": resolved.model,
+                           "learned": result.learned})
+            elif result.stopped != "answer":
+                click.echo(f"hermes: stopped after {result.steps} steps without an answer (--max-steps)", err=True)
+            if not as_json:
+                click.echo(f"session {sid}", err=True)
+            return
+    except Exception as e:
+        if as_json:  # stdout still gets one JSON object; the error line and exit code follow as usual
+            echo_json(_failure(e, sid))
+        raise
     from .repl import run_repl
 
-    run_repl(store, agent, sid, resolved, config, printer)
+    run_repl(store, agent, sid, resolved, config, printer, pending=piped)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -50,11 +51,13 @@ def _lines() -> Iterator[str]:
             return
 
 
-def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, printer: Callable[..., Any]) -> None:
+def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, printer: Callable[..., Any], *,
+             pending: Sequence[str] = ()) -> None:
+    """The REPL; ``pending`` are input lines already read (the first piped line)."""
     from ..runtime import choose_route
 
     click.echo(f"session {sid} · {resolved.route.key} · {resolved.model}  (/help for commands)", err=True)
-    for line in _lines():
+    for line in itertools.chain(pending, _lines()):
         text = line.strip()
         if not text:
             continue
@@ -71,9 +74,12 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                     click.echo(f"on branch {sid} (reasoning and learned rejections carried over)", err=True)
                 elif cmd == "/compress":
                     from ..compaction import compress_session
+                    from .progress import working
 
-                    with session_lease(store, sid):
-                        click.echo(compress_session(store, sid, resolved, api_key=agent.api_key), err=True)
+                    with session_lease(store, sid), \
+                            working(f"compressing: summarising older turns with {resolved.model}…"):
+                        line = compress_session(store, sid, resolved, api_key=agent.api_key)
+                    click.echo(line, err=True)
                 elif cmd == "/model":
                     spec, _, url = arg.partition(" ")
                     provider, _, model = spec.partition(":") if ":" in spec else ("", "", spec)

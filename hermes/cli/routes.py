@@ -59,7 +59,9 @@ def profile_dict(p: Profile) -> dict[str, Any]:
 def routes(ctx: click.Context, as_json: bool) -> None:
     """The route table: which reasoning fields each provider route is sent back.
 
-    RC = reasoning_content, R = reasoning, RD = reasoning_details. Add or override rows in
+    Names that look alike are different routes: -p vertex is Gemini on Vertex AI, while
+    Claude on Vertex AI is -p anthropic-vertex (`hermes routes explain` says which row a
+    name picks). RC = reasoning_content, R = reasoning, RD = reasoning_details. Add or override rows in
     $HERMES_HOME/routes.toml (see docs/routes.md).
     """
     if ctx.invoked_subcommand is not None:
@@ -71,8 +73,11 @@ def routes(ctx: click.Context, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title="Hermes route table", show_lines=False, expand=False)
-    for col in ("route", "wire", "carriers", "must echo", "native", "keep-thinking switches", "hosts"):
+    t = Table(title="Hermes route table", show_lines=False, expand=False,
+              caption="-p takes a route or one of its other names (in parentheses). Look-alikes differ: "
+                      "-p vertex is Gemini on Vertex AI, Claude on Vertex AI is -p anthropic-vertex.")
+    for col in ("route (-p names)", "what", "wire", "carriers", "must echo", "native", "keep-thinking switches",
+                "hosts"):
         t.add_column(col, overflow="fold")
     import orjson
 
@@ -82,7 +87,8 @@ def routes(ctx: click.Context, as_json: bool) -> None:
             switches = (switches + " +model rules").strip()
         hosts = ", ".join(r.hosts) or ("loopback/private" if r.local else "")
         echo = "yes" if r.must_echo else ", ".join(r.must_echo_models)
-        t.add_row(r.key, r.wire, _carriers(r), echo, ", ".join(sorted(r.native)),
+        names = r.key + (f" ({', '.join(r.providers)})" if r.providers else "")
+        t.add_row(names, r.label, r.wire, _carriers(r), echo, ", ".join(sorted(r.native)),
                   switches, hosts)
     import shutil
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -42,18 +44,52 @@ def list_(limit: int, as_json: bool) -> None:
     if not rows:
         click.echo("no sessions yet — start one with `hermes chat` (or try `hermes demo`)")
         return
-    from rich.console import Console
-    from rich.table import Table
+    import shutil
 
+    for line in session_table(rows, shutil.get_terminal_size((100, 24)).columns):
+        click.echo(line)
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
+def session_table(rows: Sequence[Any], width: int) -> list[str]:
+    """Lines of ``sessions list`` no wider than ``width`` (when it is at least 14): ids are what
+    people copy, so they are never cut or wrapped — route/model and title give way, then the
+    date and branch columns are dropped."""
     from ..terminal import printable
 
-    t = Table()
-    for col in ("id", "updated", "route / model", "msgs", "title", "branch of"):
-        t.add_column(col, overflow="fold")
-    for s in rows:
-        t.add_row(s.id, _when(s.updated), f"{s.provider} / {s.model}", str(s.message_count), printable(s.title),
-                  s.parent_id or "")
-    Console().print(t)
+    branches = any(s.parent_id for s in rows)
+    fixed = [("id", 12), ("msgs", 4)]
+    optional = [("updated", 16), *([("branch of", 12)] if branches else [])]
+    routes = [f"{s.provider} / {s.model}" for s in rows]
+    while True:
+        used = sum(w + 2 for _, w in fixed + optional)
+        room = width - used - 2  # route and title share what is left (2 for their gap)
+        if room >= 30 or not optional:
+            break
+        optional.pop()
+    room = max(room, 2)
+    route_w = min(max(len(r) for r in routes), max(room // 2, 1))
+    title_w = max(room - route_w, 1)
+    cols = ["id", "updated", "route / model", "msgs", "title", "branch of"]
+    keep = {"id", "msgs", "route / model", "title", *(n for n, _ in optional)}
+    widths = {"id": 12, "updated": 16, "route / model": route_w, "msgs": 4, "title": title_w, "branch of": 12}
+
+    def line(cells: dict[str, str]) -> str:
+        out = []
+        for c in cols:
+            if c in keep:
+                cell = _fit(cells[c], widths[c])
+                out.append(cell.rjust(widths[c]) if c == "msgs" else cell.ljust(widths[c]))
+        return "  ".join(out).rstrip()
+
+    out = [line({c: c for c in cols})]
+    for s, route in zip(rows, routes, strict=True):
+        out.append(line({"id": s.id, "updated": _when(s.updated), "route / model": route,
+                         "msgs": str(s.message_count), "title": printable(s.title), "branch of": s.parent_id or ""}))
+    return out
 
 
 @sessions.command()
@@ -112,11 +148,13 @@ def compress(session_id: str, api_key: str | None, budget: int | None) -> None:
     from ..config import load_config
     from ..lease import session_lease
     from ..runtime import choose_route
+    from .progress import working
 
     store = _store()
     info = store.get_session(session_id)
     resolved = choose_route(load_config(), provider=None, model=None, base_url=None, session=info)
-    with session_lease(store, info.id):  # a checkpoint is a turn: never interleaved with one
+    with session_lease(store, info.id), \
+            working(f"compressing {info.id}: summarising older turns with {resolved.route.key} · {resolved.model}…"):
         line = compress_session(store, info.id, resolved, api_key=api_key, budget=budget)
     click.echo(line)
 

@@ -1,6 +1,6 @@
 """Anthropic Messages emulators: direct API, Vertex AI ``rawPredict`` and Azure Foundry.
 
-They validate like the real service (``shared/research/providers.md`` §3–5), so a client bug
+They validate like the real service (the Messages API reference and its observed errors), so a client bug
 shows up here as the error text users would see:
 
 * unknown fields at any depth → ``<json.path>: Extra inputs are not permitted``;
@@ -14,7 +14,8 @@ shows up here as the error text users would see:
   pattern error.
 
 The model is ``script.next_step``; a user text containing ``#steps=N`` asks for N tool calls
-(the offered tools in turn) before the answer. Ids containing ``redact`` also return a
+(the offered tools in turn) before the answer, and ``#call=NAME{json args}`` directives
+name the calls exactly (``script.directed_step``). Ids containing ``redact`` also return a
 ``redacted_thinking`` block; ids containing ``opus-5`` omit thinking text (display
 ``omitted``: empty ``thinking`` with a valid signature). Faults: ``500``, ``529``, ``429``,
 ``truncate``, ``malformed``, ``slow``, ``error_event``, ``orphan_signature``,
@@ -38,7 +39,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .core import EmulatorState, Personality, register, transport_fault
-from .script import next_step
+from .script import directed_step, next_step
 
 __all__ = ["FAMILY", "mint_redacted", "mint_signature", "verify_redacted", "verify_signature"]
 
@@ -290,7 +291,10 @@ def _script(state: EmulatorState, body: Mapping[str, Any], model: str) -> tuple[
     results = sum(1 for m in msgs[user_at + 1:] for b in _blocks(m) if b.get("type") == "tool_result")
     tools = [(t["name"], t.get("input_schema")) for t in body.get("tools") or []]
     steps = int(m.group(1)) if (m := re.search(r"#steps=(\d+)", user_text)) else 1
-    if tools and results < steps:
+    directed = directed_step(user_text=user_text, tool_results_since_user=results, model=model)
+    if directed is not None:
+        step, reasoning = directed, directed.reasoning
+    elif tools and results < steps:
         step = next_step(user_text=user_text, tools=[tools[results % len(tools)]], tool_results_since_user=0,
                          model=model, seq=results)
         reasoning = step.reasoning + (f" (step {results + 1} of {steps})" if steps > 1 else "")

@@ -4,7 +4,7 @@ Serves ``POST /model/{modelId}/converse`` and ``/model/{modelId}/converse-stream
 mount, so a botocore client with ``endpoint_url=emu.url("bedrock")`` talks to it unchanged
 (botocore appends the operation path to an endpoint URL's own path).
 
-What it checks, like the service (``shared/research/providers.md`` §6):
+What it checks, like the service (the Converse API reference and its observed errors):
 
 * a well-formed SigV4 ``Authorization`` header for signing name ``bedrock`` (or a Bedrock API
   key bearer token), else 403 as AWS answers;

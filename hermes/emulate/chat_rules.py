@@ -4,7 +4,7 @@ One ``Facts`` row per personality says what its assistant messages RETURN (reaso
 what assistant-message keys it ACCEPTS back, how strict it is about the rest and in which
 provider's words it says so, whether tool turns must echo ``reasoning_content``, which blobs it
 signs and verifies, and which request switch makes it keep prior thinking. Error texts are the
-real ones from ``shared/research/providers.md``; where a provider's text is unconfirmed the
+ones providers really return (provider docs, public issues, recorded exchanges); where a provider's text is unconfirmed the
 OpenAI wording is used (noted on the row). ``validate`` returns ``(status, body)`` for the first
 violation, or ``None``; the app in ``openai_chat`` does the I/O.
 """

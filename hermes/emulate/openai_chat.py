@@ -3,7 +3,8 @@
 Each personality (``FACTS`` in ``chat_rules``) serves ``POST /{name}/v1/chat/completions`` and
 ``GET /{name}/v1/models``. A request is logged, checked for a pending fault, validated the way
 the provider validates it (unknown keys, must-echo, signed blobs, drift), then answered by the
-scripted model (``script.next_step``) in the personality's reasoning carriers — as one JSON
+scripted model (``script.next_step``, or ``script.directed_step`` when the user text has
+``#call=`` directives) in the personality's reasoning carriers — as one JSON
 ``chat.completion`` or as ``chat.completion.chunk`` SSE. Signed blobs are HMAC-minted by the
 harness bound to (personality, model, text) so a replay is checked byte-exact.
 """
@@ -43,7 +44,7 @@ from .chat_rules import (
     validate,
 )
 from .core import EmulatorState, Personality, register, transport_fault
-from .script import next_step
+from .script import directed_step, next_step
 
 __all__ = ["Turn", "build", "chunks", "message_of", "scripted_turn"]
 
@@ -107,8 +108,8 @@ def scripted_turn(state: EmulatorState, name: str, facts: Facts, body: Mapping[s
     user_text, results = _user_text(messages)
     tools = [(t["function"]["name"], t["function"].get("parameters")) for t in body.get("tools") or []
              if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)]
-    step = next_step(user_text=user_text, tools=tools, tool_results_since_user=results, model=model,
-                     seq=len(messages))
+    step = directed_step(user_text=user_text, tool_results_since_user=results, model=model) or next_step(
+        user_text=user_text, tools=tools, tool_results_since_user=results, model=model, seq=len(messages))
     carriers = returns_for(facts, model, body)
     reasoning = step.reasoning if carriers else ""
     turn = Turn(model, reasoning, carriers, None)

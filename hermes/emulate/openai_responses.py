@@ -1,6 +1,6 @@
 """Emulators of the OpenAI Responses API and xAI's: ``POST {base}/responses``.
 
-They validate like the real services (texts from ``shared/research/providers.md`` §2, §26):
+They validate like the real services (texts as the services return them):
 
 * unknown top-level parameters and unknown keys on input items (``status`` on a replayed
   reasoning item, ...) → 400 ``Unknown parameter: 'input[N].key'.`` / ``unknown_parameter``;

@@ -7,11 +7,13 @@ back on the next request.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Step", "fill_args", "next_step"]
+__all__ = ["Step", "directed_step", "fill_args", "next_step"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +49,32 @@ def next_step(*, user_text: str, tools: Sequence[tuple[str, Mapping[str, Any] | 
                             f"with {name}. [trace {tag}]", name, fill_args(schema))
     return Step("answer", f"I now have what I need for {asked!r}; summarising the result. [trace {tag}]",
                 answer=f"Done ({model}): answered {asked!r} after {tool_results_since_user} tool result(s).")
+
+
+_CALL = re.compile(r"#call=([A-Za-z0-9_.-]+)")
+
+
+def directed_step(*, user_text: str, tool_results_since_user: int, model: str) -> Step | None:
+    """A turn the user text scripts: each ``#call=NAME{json args}`` is one tool step, in order,
+    then the answer. None when the text has no ``#call=`` (the default script plays).
+
+    Lets a scenario test drive a multi-step turn through chosen tools (MCP tools, bad arguments)
+    on any personality that consults it."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for m in _CALL.finditer(user_text):
+        args: Any = {}
+        if user_text[m.end():m.end() + 1] == "{":
+            try:
+                args = json.JSONDecoder().raw_decode(user_text, m.end())[0]
+            except ValueError:
+                args = {}
+        calls.append((m.group(1), args if isinstance(args, dict) else {}))
+    if not calls:
+        return None
+    n = tool_results_since_user
+    tag = hashlib.sha256(f"{model}\0{user_text}\0{n}".encode()).hexdigest()[:10]
+    if n < len(calls):
+        name, args = calls[n]
+        return Step("tool", f"Step {n + 1} of {len(calls)}: I will call {name}. [trace {tag}]", name, args)
+    return Step("answer", f"All {len(calls)} scripted calls are done; answering. [trace {tag}]",
+                answer=f"Done ({model}): {len(calls)} scripted tool call(s) made.")

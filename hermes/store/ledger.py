@@ -1,10 +1,9 @@
 """The global capability ledger: facts learned about a (provider, host, model), kept forever.
 
 A rejected carrier field, a suppressed blob hash or a token factor costs one failed request
-to learn; the ledger makes sure a *new* session need not pay it again (seed-system §8.2 kept
-this per session only). Keys are normalised the way the seed did: provider lower-cased and
-stripped, host lower-cased, model stripped — one model's rejection on a gateway never strips
-carriers from its sibling models.
+to learn; the ledger makes sure a *new* session need not pay it again (a per-session memory
+alone would). Keys are normalised: provider lower-cased and stripped, host lower-cased, model
+stripped — one model's rejection on a gateway never strips carriers from its sibling models.
 
 These functions run inside the caller's transaction; :class:`hermes.store.db.Store` owns the
 transactions.

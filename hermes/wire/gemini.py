@@ -1,7 +1,7 @@
 """Gemini native wire: ``generateContent`` / ``streamGenerateContent?alt=sse`` (AI Studio and Vertex).
 
 Pure translation between a ``ReplayPlan`` and Google's proto-JSON dialect. Facts it relies on
-(``shared/research/providers.md`` §7–8):
+(from the Gemini API reference and observed exchanges):
 
 * Gemini takes earlier thinking back as **signatures only** (``thoughtSignature``, a sibling of
   the part it rides on): each ``functionCall`` part carries its own, and a text turn's signature

@@ -1,6 +1,6 @@
 """OpenAI Responses API (and xAI's): pure translation between a ``ReplayPlan`` and ``/responses``.
 
-Why it looks the way it does (facts in ``shared/research/providers.md`` §2 and §26):
+Why it looks the way it does (facts from the Responses API reference and observed exchanges):
 
 * Requests are stateless (``store: false``) and ask for ``reasoning.encrypted_content``, so
   every later request carries the model's reasoning items itself: ``{"type": "reasoning",
