@@ -3,7 +3,7 @@ may name, and what text may reach a terminal."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.errors import RouteError
@@ -17,6 +17,7 @@ paths = st.lists(st.sampled_from(["v1", "v1evil", "chat", "..", "%2e%2e", "x"]),
 schemes = st.sampled_from(["http", "https", "ftp"])
 
 
+@settings(deadline=None)  # timing is not the property; the machine may be loaded
 @given(schemes, hosts, ports, paths, st.sampled_from(["", "user:pw@", "user@"]))
 def test_only_the_allowlisted_prefix_passes(scheme: str, host: str, port: int, path: str, userinfo: str) -> None:
     url = f"{scheme}://{userinfo}{host}:{port}/{path}"
@@ -33,6 +34,7 @@ def test_only_the_allowlisted_prefix_passes(scheme: str, host: str, port: int, p
     assert base_url_allowed(url, default="", allowlist=(ALLOW,)) == expected
 
 
+@settings(deadline=None)  # timing is not the property; the machine may be loaded
 @given(st.sampled_from(["http://", "https://", "", "//"]), st.text(max_size=30), st.text(max_size=30))
 def test_a_password_in_a_url_is_refused_and_never_repeated(scheme: str, before: str, after: str) -> None:
     secret = "pw-Zq81-never-shown"
@@ -45,6 +47,7 @@ def test_a_password_in_a_url_is_refused_and_never_repeated(scheme: str, before: 
         raise AssertionError(f"{url!r} passed")
 
 
+@settings(deadline=None)  # timing is not the property; the machine may be loaded
 @given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x2FF)))
 def test_printable_leaves_no_control_character(text: str) -> None:
     out = printable(text)
