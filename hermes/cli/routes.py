@@ -78,7 +78,7 @@ def routes(ctx: click.Context, as_json: bool) -> None:
                       "-p vertex is Gemini on Vertex AI, Claude on Vertex AI is -p anthropic-vertex.")
     for col in ("route (-p names)", "what", "wire", "carriers", "must echo", "native", "keep-thinking switches",
                 "hosts"):
-        t.add_column(col, overflow="fold")
+        t.add_column(col, overflow="fold", no_wrap=col.startswith("route"))  # names are copied whole
     import orjson
 
     for r in table:
