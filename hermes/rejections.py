@@ -505,14 +505,19 @@ def forget(store: Any, provider: str | None = None, host: str | None = None, mod
     return rows, cleared
 
 
-def recover(store: Any, session_id: str | None, target: Resolved, err: Any, retry: RetryState) -> str | None:
-    """Learn from ``err`` and say so, or None when the error must be reported as it is."""
+def recover(store: Any, session_id: str | None, target: Resolved, err: Any, retry: RetryState, *,
+            history: Sequence[Message] | None = None) -> str | None:
+    """Learn from ``err`` and say so, or None when the error must be reported as it is.
+
+    ``history`` is what the failed request was planned from; without it a session's stored
+    history is loaded when a signed blob has to be fingerprinted."""
     if retry.retried:
         return None
     status, body = int(getattr(err, "status", 0) or 0), str(getattr(err, "body", "") or "")
     sent = getattr(err, "sent_body", None) or {}
     plan = getattr(err, "plan", None)
-    history = store.load(session_id) if session_id is not None and is_signature_rejection(status, body) else None
+    if history is None and session_id is not None and is_signature_rejection(status, body):
+        history = store.load(session_id)
     lesson = classify(status, body, sent, target, plan, already=learned_for(store, session_id, target),
                       history=history)
     if not lesson:

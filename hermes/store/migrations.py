@@ -137,3 +137,25 @@ CREATE TABLE session_locks (
 ) WITHOUT ROWID;
 """,
     )
+
+
+@migration
+def m002_proxy_memory(conn: sqlite3.Connection) -> None:
+    """What ``hermes proxy`` saw in responses, so it can restore reasoning clients drop."""
+    run_script(
+        conn,
+        """
+CREATE TABLE proxy_memory (
+    tenant  TEXT NOT NULL,               -- sha256 of (client API key, route key): never the key itself
+    key     TEXT NOT NULL,               -- recognition key: hash of the assistant turn's tool calls
+                                         -- (ids, names, arguments) or, without calls, its visible text
+    message TEXT NOT NULL,               -- the assistant turn as the route sent it, in the documented
+                                         -- JSON form of one message (docs/history-format.md)
+    size    INTEGER NOT NULL,            -- bytes of message (the per-tenant size bound sums these)
+    created REAL NOT NULL,               -- unix seconds when recorded (the age bound reads it)
+    PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE INDEX proxy_memory_tenant_age ON proxy_memory(tenant, created); -- oldest first per tenant
+CREATE INDEX proxy_memory_age ON proxy_memory(created);                -- expiry across tenants
+""",
+    )

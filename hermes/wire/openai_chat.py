@@ -50,6 +50,7 @@ __all__ = [
     "decoder",
     "endpoint",
     "from_wire",
+    "render_message",
     "split_think",
     "to_wire",
 ]
@@ -480,3 +481,9 @@ def from_wire(payload: Any, *, think_tags: bool = False) -> list[Delta]:
 def decode_event(event: str, data: str) -> list[Delta]:
     """One SSE event without cross-chunk state (no ``<think>`` splitting); prefer ``decoder``."""
     return ChatDecoder().decode_event(event, data)
+
+
+def render_message(pm: PlannedMessage, route: Any) -> list[dict[str, Any]]:
+    """One planned message as the chat messages ``to_wire`` would send for it (``hermes proxy``
+    takes the reasoning keys from here, so it never places a field differently)."""
+    return _render(pm, "reasoning_opaque" in route.native)

@@ -1,0 +1,223 @@
+"""The proxy's reasoning memory: which assistant turn a client's message is, and what it thought.
+
+A client that drops reasoning still sends back the visible parts of each assistant message,
+so those identify it:
+
+* a turn with tool calls by its calls — ids, names and arguments (arguments compared as JSON,
+  so a client that re-serialises them with other spacing still matches; names and arguments
+  too, because some routes' ids, such as Kimi's ``functions.name:0``, repeat across
+  conversations);
+* a turn without calls by its visible text (``<think>`` tags split off as the decoder does,
+  outer whitespace ignored).
+
+Memory is per **tenant**: a hash of the client's API key and the route, so one client never
+receives another's reasoning. It is bounded per tenant by size (oldest recordings go first)
+and by age (an expired recording is never restored, and is deleted by the next prune).
+
+``ReasoningMemory`` is the narrow interface the proxy uses; ``SqliteMemory`` keeps it in
+``state.db`` (table ``proxy_memory``, migration ``m002_proxy_memory``). A PostgreSQL store
+implements the same four methods.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+
+from ..errors import HistoryError, StoreError
+from ..messages import Message, Text, ToolCall, dumps, loads
+from ..wire.openai_chat import split_think
+
+__all__ = [
+    "Bounds",
+    "ReasoningMemory",
+    "SqliteMemory",
+    "client_key",
+    "message_key",
+    "tenant_of",
+]
+
+_AUTH_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    max_bytes: int = 32 << 20
+    """Per tenant: recordings beyond this many bytes are evicted, oldest first."""
+    max_age_s: float = 7 * 86400.0
+    """A recording older than this is never restored."""
+
+
+def tenant_of(headers: Mapping[str, str], route: str) -> str:
+    """The tenant of a request: sha256 over the credential the client sent and the route.
+
+    Requests without a credential (local servers) share one anonymous tenant per route.
+    """
+    h = hashlib.sha256(b"hermes-proxy-tenant\0")
+    for name in _AUTH_HEADERS:
+        value = headers.get(name)
+        if value:
+            h.update(f"{name}\0{value.strip()}\0".encode("utf-8", "surrogatepass"))
+            break
+    h.update(route.encode())
+    return h.hexdigest()
+
+
+def _args(arguments: Any) -> str:
+    """Tool-call arguments as canonical JSON (sorted keys, no spaces); raw text if not JSON."""
+    if not isinstance(arguments, str):
+        return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        return orjson.dumps(orjson.loads(arguments), option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONDecodeError:
+        return arguments.strip()
+
+
+def _key(text: str, calls: Sequence[tuple[str, str, str]]) -> str | None:
+    if calls:
+        basis: Any = ["calls", [list(c) for c in calls]]
+    elif text.strip():
+        basis = ["text", text.strip()]
+    else:
+        return None  # nothing visible identifies it
+    return hashlib.sha256(orjson.dumps(basis)).hexdigest()[:40]
+
+
+def message_key(m: Message) -> str | None:
+    """Recognition key of a decoded assistant turn (as recorded from a response)."""
+    calls = [(p.id, p.name, _args(p.arguments)) for p in m.parts if isinstance(p, ToolCall)]
+    text = "".join(p.text for p in m.parts if isinstance(p, Text))
+    return _key(text, calls)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content
+                       if isinstance(p, Mapping) and p.get("type", "text") == "text")
+    return ""
+
+
+def client_key(msg: Mapping[str, Any], *, think_tags: bool = False) -> str | None:
+    """Recognition key of an assistant message as a client sends it back; None when it has
+    nothing visible (or is malformed), so it cannot be recognised."""
+    text = _content_text(msg.get("content"))
+    if think_tags:
+        text = split_think(text)[1]
+    calls: list[tuple[str, str, str]] = []
+    raw = msg.get("tool_calls")
+    for c in raw if isinstance(raw, list) else ():
+        fn = c.get("function") if isinstance(c, Mapping) else None
+        if not isinstance(fn, Mapping):
+            return None
+        calls.append((str(c.get("id") or ""), str(fn.get("name") or ""), _args(fn.get("arguments") or "")))
+    return _key(text, calls)
+
+
+@runtime_checkable
+class ReasoningMemory(Protocol):
+    """Where the proxy keeps what it saw. Every method is one unit of work."""
+
+    def recall(self, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
+        """The recorded turns among ``keys`` for ``tenant`` that have not expired."""
+        ...
+
+    def remember(self, tenant: str, key: str, message: Message) -> None:
+        """Record one turn (replacing an earlier one with the same key), then enforce the bounds."""
+        ...
+
+    def prune(self) -> int:
+        """Delete expired recordings of every tenant; how many went."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SqliteMemory:
+    """``ReasoningMemory`` in ``state.db``: a read connection for the request path and a write
+    connection for the recorder's worker thread, so a commit never stalls a lookup (WAL)."""
+
+    def __init__(self, path: Path | None = None, bounds: Bounds = Bounds()) -> None:
+        from ..paths import db_path
+        from ..store.opening import open_db
+
+        self.path = Path(path) if path is not None else db_path()
+        self.bounds = bounds
+        self._w = open_db(self.path)
+        self._r = open_db(self.path)
+        self._wlock = threading.Lock()
+        self._rlock = threading.Lock()
+        self._writes = 0
+
+    def recall(self, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        since = time.time() - self.bounds.max_age_s
+        try:
+            with self._rlock:
+                rows = self._r.execute(
+                    f"SELECT key, message FROM proxy_memory WHERE tenant = ? AND key IN ({marks}) AND created >= ?",
+                    (tenant, *keys, since)).fetchall()
+        except Exception as e:
+            raise StoreError(f"cannot read the proxy memory in {self.path}: {e}") from None
+        out: dict[str, Message] = {}
+        for key, data in rows:
+            try:
+                out[key] = loads(data)
+            except HistoryError:
+                continue  # written by something else: treat as not recorded
+        return out
+
+    def remember(self, tenant: str, key: str, message: Message) -> None:
+        data = dumps(message).decode()
+        now = time.time()
+        with self._wlock:
+            c = self._w
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute("INSERT OR REPLACE INTO proxy_memory (tenant, key, message, size, created) "
+                          "VALUES (?, ?, ?, ?, ?)", (tenant, key, data, len(data), now))
+                (total,) = c.execute("SELECT COALESCE(SUM(size), 0) FROM proxy_memory WHERE tenant = ?",
+                                     (tenant,)).fetchone()
+                if total > self.bounds.max_bytes:
+                    c.execute(
+                        "DELETE FROM proxy_memory WHERE tenant = ?1 AND key IN (SELECT key FROM ("
+                        " SELECT key, SUM(size) OVER (ORDER BY created DESC, key) AS running"
+                        " FROM proxy_memory WHERE tenant = ?1) WHERE running > ?2)",
+                        (tenant, self.bounds.max_bytes))
+                c.execute("COMMIT")
+            except BaseException:
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+                raise
+            self._writes += 1
+            due = self._writes % 256 == 1
+        if due:
+            self.prune()
+
+    def prune(self) -> int:
+        with self._wlock:
+            cur = self._w.execute("DELETE FROM proxy_memory WHERE created < ?",
+                                  (time.time() - self.bounds.max_age_s,))
+            return int(cur.rowcount or 0)
+
+    def stats(self, tenant: str) -> tuple[int, int]:
+        """(recordings, bytes) held for ``tenant``."""
+        with self._rlock:
+            n, size = self._r.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM proxy_memory WHERE tenant = ?",
+                                      (tenant,)).fetchone()
+        return int(n), int(size)
+
+    def close(self) -> None:
+        with self._wlock, self._rlock:
+            self._w.close()
+            self._r.close()

@@ -1,0 +1,232 @@
+"""Putting one client request right for its route: restore, pad, strip, switch. Pure.
+
+The client's body is forwarded as it is except for the reasoning keys of assistant messages
+and the route's keep-thinking switches. Nothing here knows a provider rule; it builds the
+neutral history the planner reads and lets the planner and the chat wire decide:
+
+1. every assistant message is **recognised** in the tenant's memory (``memory.client_key``)
+   and stands for the turn as the route sent it; an unrecognised one is decoded from what
+   the client sent (``ChatDecoder``, so a client that does keep ``reasoning_content`` or
+   ``reasoning_details`` loses nothing);
+2. ``plan_replay`` decides per message what the route takes — carriers, the must-echo pad,
+   Gemini / Copilot native fields, the validator skip for a call without a signature, learned
+   rejections — and ``openai_chat.render_message`` places it;
+3. the client's message gets exactly the reasoning keys of that rendering: missing ones are
+   restored, different ones replaced, the rest stripped (e.g. ``reasoning_content`` sent to
+   Mistral). Content, tool calls, names and every other key stay byte-for-byte the client's.
+
+Top-level switches are added only where the client did not set a value (a client that turns
+thinking off keeps it off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import HermesError
+from ..messages import Message, Reasoning
+from ..replay import GEMINI_SKIP_SIGNATURE, Learned, ReplayPlan, Settings, plan_replay
+from ..resolve import Resolved
+from ..routes import deep_merge
+from ..stream import Accumulator
+from ..wire.openai_chat import ChatDecoder, render_message
+from .memory import client_key
+
+__all__ = ["REASONING_KEYS", "MessageAction", "Rewrite", "decode_message", "rewrite"]
+
+REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_details", "reasoning_text", "reasoning_opaque",
+                  "extra_content")
+"""Assistant-message keys that carry reasoning on some chat route (the proxy owns these)."""
+_CALL_KEYS = ("extra_content",)
+_FN_KEYS = ("thought_signature",)
+_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
+
+Recall = Callable[[Sequence[str]], Mapping[str, Message]]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAction:
+    """What happened to one assistant message of the request (``hermes logs`` shows it)."""
+
+    index: int
+    recognised: bool
+    restored: tuple[str, ...] = ()
+    padded: tuple[str, ...] = ()
+    stripped: tuple[str, ...] = ()
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"index": self.index, "recognised": self.recognised}
+        for name in ("restored", "padded", "stripped"):
+            if getattr(self, name):
+                d[name] = list(getattr(self, name))
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    body: dict[str, Any] | None
+    """The body to send; None when nothing changed (the client's bytes go as they are)."""
+    history: list[Message]
+    """The neutral history the plan was made from (rejection learning fingerprints it)."""
+    plan: ReplayPlan | None
+    actions: tuple[MessageAction, ...] = ()
+    switches: tuple[str, ...] = ()
+    keys: dict[int, str] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """For the request log: per message what was restored / padded / stripped; no values."""
+        changed = [a.as_dict() for a in self.actions if a.restored or a.padded or a.stripped or a.note]
+        return {"assistant_messages": len(self.actions),
+                "recognised": sum(1 for a in self.actions if a.recognised),
+                "messages": changed, "switches": list(self.switches)}
+
+
+def decode_message(msg: Mapping[str, Any], target: Resolved) -> Message | None:
+    """An assistant message as a client sent it, decoded like a response from ``target``;
+    None when it is malformed (then it is forwarded untouched)."""
+    try:
+        deltas = ChatDecoder().from_wire({"choices": [{"message": msg, "finish_reason": "stop"}]})
+        return Accumulator(target.key).feed_all(deltas).result().message
+    except (HermesError, TypeError, ValueError):
+        return None
+
+
+def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: Learned = Learned()) -> Rewrite:
+    """The request ``body`` put right for ``target`` (see the module docstring)."""
+    msgs = body.get("messages")
+    if not isinstance(msgs, list):
+        return Rewrite(None, [], None)
+    think = target.route.think_tags
+    keys = {i: k for i, m in enumerate(msgs)
+            if isinstance(m, Mapping) and m.get("role") == "assistant" and (k := client_key(m, think_tags=think))}
+    recalled = recall(list(dict.fromkeys(keys.values()))) if keys else {}
+    history: list[Message] = []
+    decoded: dict[int, bool] = {}
+    for i, m in enumerate(msgs):
+        role = _ROLES.get(m.get("role") if isinstance(m, Mapping) else "", "system")
+        if role != "assistant":
+            history.append(Message(role, ()))  # type: ignore[arg-type]
+            continue
+        known = recalled.get(keys.get(i, ""))
+        neutral = known if known is not None else decode_message(m, target)
+        if neutral is None:
+            history.append(Message("assistant", ()))
+            continue
+        decoded[i] = known is not None
+        history.append(neutral)
+    plan = plan_replay(history, target, learned, Settings())
+    new_msgs: list[Any] | None = None
+    actions: list[MessageAction] = []
+    for i, recognised in decoded.items():
+        pm = plan.messages[i]
+        pads = {f for d in pm.decisions if d.action == "pad" for f in d.fields}
+        patched, action = _patch(msgs[i], render_message(pm, target.route)[-1], pads, i, recognised)
+        if not recognised and not action.note:
+            own = any(isinstance(p, Reasoning) for p in history[i].parts)
+            action = _with_note(action, "unrecognised: " + ("the client's own reasoning" if own else
+                                                            "padded" if action.padded else "nothing to restore"))
+        actions.append(action)
+        if patched is not msgs[i]:
+            if new_msgs is None:
+                new_msgs = list(msgs)
+            new_msgs[i] = patched
+    out: dict[str, Any] | None = None
+    if new_msgs is not None:
+        out = dict(body)
+        out["messages"] = new_msgs
+    switched: list[str] = []
+    for name, value in plan.request_fields.items():
+        cur = body.get(name)
+        merged = value if name not in body else deep_merge(value, cur) if (
+            isinstance(value, Mapping) and isinstance(cur, Mapping)) else cur
+        if merged != cur or name not in body:
+            out = out if out is not None else dict(body)
+            out[name] = merged
+            switched.append(name)
+    return Rewrite(out, history, plan, tuple(actions), tuple(switched), keys)
+
+
+def _with_note(a: MessageAction, note: str) -> MessageAction:
+    return MessageAction(a.index, a.recognised, a.restored, a.padded, a.stripped, note)
+
+
+def _patch(msg: Mapping[str, Any], want: Mapping[str, Any], pads: set[str], index: int,
+           recognised: bool) -> tuple[Mapping[str, Any], MessageAction]:
+    """``msg`` with exactly the reasoning keys of the rendered ``want`` (same object if no change)."""
+    out: dict[str, Any] | None = None
+    restored: list[str] = []
+    padded: list[str] = []
+    stripped: list[str] = []
+
+    def edit() -> dict[str, Any]:
+        nonlocal out
+        if out is None:
+            out = dict(msg)
+        return out
+
+    for k in REASONING_KEYS:
+        if k in want:
+            if msg.get(k) != want[k]:
+                edit()[k] = want[k]
+                (padded if k in pads else restored).append(k)
+        elif k in msg:
+            del edit()[k]
+            stripped.append(k)
+    calls = msg.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        wanted = {c.get("id"): c for c in want.get("tool_calls") or ()}
+        new_calls: list[Any] | None = None
+        for j, call in enumerate(calls):
+            if not isinstance(call, Mapping):
+                continue
+            fixed = _patch_call(call, wanted.get(call.get("id")) or {}, pads, restored, padded, stripped)
+            if fixed is not call:
+                if new_calls is None:
+                    new_calls = list(calls)
+                new_calls[j] = fixed
+        if new_calls is not None:
+            edit()["tool_calls"] = new_calls
+    action = MessageAction(index, recognised, tuple(restored), tuple(padded), tuple(stripped))
+    return (out if out is not None else msg), action
+
+
+def _patch_call(call: Mapping[str, Any], want: Mapping[str, Any], pads: set[str], restored: list[str],
+                padded: list[str], stripped: list[str]) -> Mapping[str, Any]:
+    out: dict[str, Any] | None = None
+    for k in _CALL_KEYS:
+        if k in want and call.get(k) != want[k]:
+            out = out or dict(call)
+            out[k] = want[k]
+            sig = _is_skip(want[k])
+            (padded if sig and pads else restored).append(f"tool_calls.{k}")
+        elif k not in want and k in call:
+            out = out or dict(call)
+            del out[k]
+            stripped.append(f"tool_calls.{k}")
+    fn, want_fn = call.get("function"), want.get("function") or {}
+    if isinstance(fn, Mapping):
+        new_fn: dict[str, Any] | None = None
+        for k in _FN_KEYS:
+            if k in want_fn and fn.get(k) != want_fn[k]:
+                new_fn = new_fn or dict(fn)
+                new_fn[k] = want_fn[k]
+                restored.append(f"tool_calls.function.{k}")
+            elif k not in want_fn and k in fn:
+                new_fn = new_fn or dict(fn)
+                del new_fn[k]
+                stripped.append(f"tool_calls.function.{k}")
+        if new_fn is not None:
+            out = out or dict(call)
+            out["function"] = new_fn
+    return out if out is not None else call
+
+
+def _is_skip(extra: Any) -> bool:
+    g = extra.get("google") if isinstance(extra, Mapping) else None
+    return isinstance(g, Mapping) and g.get("thought_signature") == GEMINI_SKIP_SIGNATURE
+

@@ -1,0 +1,85 @@
+"""Running the proxy: the listening socket, uvicorn, shutdown.
+
+The proxy holds no provider key unless started with ``--env-keys``; then, like the gateway,
+it refuses to listen beyond loopback (anyone who could reach it would spend those keys).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Any
+
+from ..errors import ConfigError
+from ..gateway.server import bind, is_loopback
+from .app import ProxyOptions, create_app
+
+__all__ = ["serve"]
+
+
+def serve(memory: Any, ledger: Any, *, host: str, port: int, options: ProxyOptions,
+          log_level: str = "warning") -> None:
+    """Serve until interrupted. Prints ``hermes proxy listening on URL`` once ready."""
+    import uvicorn
+
+    if options.env_keys and not is_loopback(host):
+        raise ConfigError(f"refusing to listen on {host} with --env-keys: anyone who can reach it could "
+                          "spend this machine's provider keys", hint="bind 127.0.0.1, or let clients send their keys")
+    sock = bind(host, port)
+    actual = sock.getsockname()[1]
+    app = create_app(memory, ledger, options)
+    cfg = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", limit_concurrency=None,
+                         timeout_graceful_shutdown=5)
+    server = uvicorn.Server(cfg)
+    shown = f"[{host}]" if ":" in host else host
+    original_startup = server.startup
+
+    async def startup(sockets: Any = None) -> None:
+        await original_startup(sockets=sockets)
+        if server.started:
+            print(f"hermes proxy listening on http://{shown}:{actual}/<route>", file=sys.stderr, flush=True)
+
+    server.startup = startup  # type: ignore[method-assign]
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("hermes proxy stopped", file=sys.stderr, flush=True)
+
+
+class Background:
+    """The proxy app on 127.0.0.1 in a background thread (tests and ``bench/proxy.py``)."""
+
+    def __init__(self, memory: Any, ledger: Any, options: ProxyOptions) -> None:
+        import threading
+
+        import uvicorn
+
+        self._sock = bind("127.0.0.1", 0)
+        self.port = self._sock.getsockname()[1]
+        cfg = uvicorn.Config(create_app(memory, ledger, options), log_level="warning", access_log=False,
+                             lifespan="on", timeout_graceful_shutdown=1)
+        self._server = uvicorn.Server(cfg)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name="hermes-proxy", daemon=True)
+
+    def url(self, route: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{route}"
+
+    def __enter__(self) -> Background:
+        import time
+
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("proxy failed to start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+        self._sock.close()
