@@ -24,6 +24,13 @@ allowed_origins = []           # browser Origins allowed to call (the gateway's 
 [mcp.servers.files]            # MCP tools (see hermes/mcp_config.py, docs/mcp.md)
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+
+[proxy]                        # hermes proxy (flags win)
+host = "127.0.0.1"
+port = 8787
+memory_mb = 32                 # reasoning memory per tenant (client key + route)
+memory_days = 7                # a recording older than this is never restored
+upstream = { deepseek = "https://api.deepseek.com" }   # route -> base URL to forward to
 ```
 
 A key-shaped setting (``api_key``, ``token`` outside ``[gateway]``) is refused so secrets stay
@@ -43,7 +50,7 @@ from .mcp_config import McpServer, parse_mcp
 from .paths import config_path
 from .tomlfile import read_toml
 
-__all__ = ["Alias", "Config", "load_config"]
+__all__ = ["Alias", "Config", "ProxySettings", "load_config"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +58,15 @@ class Alias:
     provider: str | None
     model: str
     base_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProxySettings:
+    host: str = "127.0.0.1"
+    port: int = 8787
+    memory_mb: float = 32.0
+    memory_days: float = 7.0
+    upstream: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +87,7 @@ class Config:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
+    proxy: ProxySettings = field(default_factory=ProxySettings)
     source: str = ""
 
 
@@ -115,6 +132,8 @@ def load_config(path: Path | None = None) -> Config:
             values["allow_read"] = tuple(str(Path(v).expanduser()) for v in value)
         elif key == "mcp":
             values["mcp_servers"] = parse_mcp(value, where)
+        elif key == "proxy":
+            values["proxy"] = _proxy(value, where)
         elif key in _TYPES:
             want = _TYPES[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
@@ -130,7 +149,7 @@ def load_config(path: Path | None = None) -> Config:
             values[key] = value or None if want is str else value
         else:
             raise ConfigError(f"{where}: unknown setting '{key}'",
-                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read', 'mcp']))}")
+                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read', 'mcp', 'proxy']))}")
     return Config(**values)
 
 
@@ -182,3 +201,28 @@ def _gateway(value: Any, where: str) -> dict[str, Any]:
     except (ValueError, HermesError) as e:
         raise ConfigError(f"{where}: [gateway] allowed_base_urls: {e}") from None
     return out
+
+
+def _proxy(value: Any, where: str) -> ProxySettings:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: [proxy] must be a table")
+    known = {"host": str, "port": int, "memory_mb": (int, float), "memory_days": (int, float), "upstream": Mapping}
+    for k, v in value.items():
+        want = known.get(k)
+        if want is None:
+            raise ConfigError(f"{where}: [proxy] takes {', '.join(known)}; not {k!r}")
+        if not isinstance(v, want) or isinstance(v, bool):  # type: ignore[arg-type]
+            raise ConfigError(f"{where}: [proxy] {k} has the wrong type")
+    port = value.get("port", 8787)
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{where}: [proxy] port must be 0-65535")
+    for k in ("memory_mb", "memory_days"):
+        if k in value and value[k] <= 0:
+            raise ConfigError(f"{where}: [proxy] {k} must be positive")
+    upstream = dict(value.get("upstream") or {})
+    for route, url in upstream.items():
+        if not isinstance(url, str) or "://" not in url:
+            raise ConfigError(f"{where}: [proxy] upstream {route!r} must be a URL like https://host/v1")
+        _url(url, where)
+    return ProxySettings(value.get("host", "127.0.0.1"), port, float(value.get("memory_mb", 32.0)),
+                         float(value.get("memory_days", 7.0)), upstream)

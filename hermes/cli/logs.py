@@ -39,9 +39,28 @@ def format_record(rec: Mapping[str, Any]) -> str:
     if event == "learned":
         return (f"{ts} {sid} ! {where} learned: stop sending {', '.join(rec.get('dropped') or []) or '-'}"
                 f" ({rec.get('suppressed', 0)} blob(s) suppressed) after HTTP {rec.get('status')}")
+    if event == "proxy":
+        return _proxy_line(ts, where, rec)
     if event == "request_failed":
         return f"{ts} {sid} ✗ {where} HTTP {rec.get('status')}: {rec.get('error')}"
     return f"{ts} {sid} {event} {where}"
+
+
+def _proxy_line(ts: str, where: str, rec: Mapping[str, Any]) -> str:
+    """A proxied request: per assistant message what was restored, padded or stripped."""
+    bits = []
+    for m in rec.get("messages") or []:
+        what = [f"{verb} {','.join(_SHORT.get(f, f) for f in m[verb])}" for verb in ("restored", "padded", "stripped")
+                if m.get(verb)]
+        if m.get("note"):
+            what.append(m["note"])
+        bits.append(f"#{m.get('index')} {'; '.join(what)}")
+    if rec.get("switches"):
+        bits.append("switches " + ",".join(rec["switches"]))
+    seen = f"{rec.get('recognised', 0)}/{rec.get('assistant_messages', 0)} recognised"
+    tail = " · retried once" if rec.get("retried") else ""
+    return (f"{ts} proxy:{rec.get('tenant', '-')[:8]} ⇄ {where} [{seen}; {' | '.join(bits) or 'unchanged'}]"
+            f" HTTP {rec.get('status')} {rec.get('ms')}ms{tail}")
 
 
 @click.command()

@@ -18,9 +18,10 @@ message — names only, never values or keys.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from types import SimpleNamespace
@@ -37,6 +38,7 @@ from starlette.routing import Route
 
 from ..errors import HermesError, redact
 from ..logs import log_event
+from ..messages import Message
 from ..rejections import RetryState, learned_for, recover
 from ..resolve import Resolved, resolve
 from ..routes import ROUTES
@@ -46,7 +48,7 @@ from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
 from .rewrite import Rewrite, rewrite
 
-__all__ = ["ProxyOptions", "create_app"]
+__all__ = ["ProxyError", "ProxyOptions", "create_app", "prepare", "route_row"]
 
 _HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
                   "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding"})
@@ -90,27 +92,17 @@ class Proxy:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
             follow_redirects=False)
         self._rows: dict[str, tuple[Row, str]] = {}
+        self.pending: dict[tuple[str, str], Message] = {}
+        """(tenant, key) → turns recorded but not yet written to ``memory``."""
+        self.writes: set[asyncio.Task[None]] = set()
 
     # --- routing ------------------------------------------------------------------------
     def row(self, name: str) -> tuple[Row, str]:
         """(table row, upstream base URL) for the first path segment; ProxyError if none."""
         hit = self._rows.get(name)
-        if hit is not None:
-            return hit
-        try:
-            row = resolve(name, None, "-", table=self.options.table).route
-        except HermesError as e:
-            raise ProxyError(404, "unknown_route", f"{e} — the proxy serves /<route>/..., "
-                                                   "one per row of `hermes routes`") from None
-        upstream = self.options.upstreams.get(row.key) or row.base_url
-        if row.wire != "openai_chat":
-            raise ProxyError(400, "unsupported_route", f"route {row.key!r} speaks the {row.wire} wire; "
-                             "the proxy serves OpenAI chat-completions routes")
-        if not upstream:
-            raise ProxyError(400, "no_upstream", f"route {row.key!r} has no default base URL; "
-                             f"start the proxy with --upstream {row.key}=URL")
-        self._rows[name] = (row, upstream.rstrip("/"))
-        return self._rows[name]
+        if hit is None:
+            hit = self._rows[name] = route_row(name, self.options)
+        return hit
 
     def headers(self, request: Request, row: Row) -> dict[str, str]:
         out = {k: v for k, v in request.headers.items() if k not in _HOP}
@@ -134,12 +126,9 @@ class Proxy:
         model = body.get("model") if isinstance(body, dict) else None
         if not isinstance(model, str) or not model or not isinstance(body, dict):
             return await self.relay(request.method, url, headers, raw)  # the upstream says what is wrong
-        target = resolve(row.key, upstream, model, table=self.options.table)
+        target, tenant, rw = prepare(body, row, upstream, headers, self, self.ledger, self.options)
         for k, v in endpoint(target)[1].items():
             headers.setdefault(k, v)
-        tenant = tenant_of(headers, row.key)
-        learned = learned_for(self.ledger, None, target)
-        rw = rewrite(body, target, partial(self.memory.recall, tenant), learned)
         resp = await self.send(url, headers, rw, raw)
         retry = RetryState()
         if _may_learn(resp.status_code) and rw.plan is not None:
@@ -149,28 +138,33 @@ class Proxy:
             problem = SimpleNamespace(status=resp.status_code, body=err.decode("utf-8", "replace"), sent_body=sent,
                                       plan=rw.plan)
             if recover(self.ledger, None, target, problem, retry, history=rw.history):
-                learned = learned_for(self.ledger, None, target)
-                rw = rewrite(body, target, partial(self.memory.recall, tenant), learned)
+                target, tenant, rw = prepare(body, row, upstream, headers, self, self.ledger, self.options)
                 resp = await self.send(url, headers, rw, raw)
             else:
                 self.log(target, tenant, rw, resp.status_code, t0, bool(body.get("stream")), retry)
                 return Response(err, resp.status_code, headers=_back(resp.headers, decoded=True))
         rec = Recorder(target)
-        done = BackgroundTask(self.finish, rec, target, tenant, rw, resp, t0, bool(body.get("stream")), retry)
+        stream = bool(body.get("stream"))
+        done = BackgroundTask(self.log_after, rec, target, tenant, rw, resp.status_code, t0, stream, retry)
         if "text/event-stream" not in resp.headers.get("content-type", ""):
             content = await resp.aread()
             await resp.aclose()
             if resp.status_code == 200:
                 rec.whole(content)
+                self.stage(tenant, rec)
             return Response(content, resp.status_code, headers=_back(resp.headers, decoded=True), background=done)
         ok = resp.status_code == 200 and resp.headers.get("content-encoding", "identity") == "identity"
 
         async def relay() -> AsyncIterator[bytes]:
+            staged = not ok
             try:
                 async for chunk in resp.aiter_raw():
-                    yield chunk  # the client first; the recorder reads it after
-                    if ok:
-                        rec.feed(chunk)
+                    if not staged:
+                        rec.feed(chunk)  # microseconds; remembered before the client can ask again
+                        if rec.finished:
+                            staged = True
+                            self.stage(tenant, rec)
+                    yield chunk
             finally:
                 await resp.aclose()
 
@@ -185,14 +179,40 @@ class Proxy:
         except httpx.HTTPError as e:
             raise ProxyError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
 
-    async def finish(self, rec: Recorder, target: Resolved, tenant: str, rw: Rewrite, resp: httpx.Response,
-                     t0: float, stream: bool, retry: RetryState) -> None:
-        """After the client has the whole response: remember its turn, write the log record."""
-        msg = rec.message() if resp.status_code == 200 else None
+    def stage(self, tenant: str, rec: Recorder) -> None:
+        """Remember the turn ``rec`` folded: visible to the next request at once (``pending``),
+        durable in the memory store a moment later (a worker thread writes it)."""
+        msg = rec.message()
         key = message_key(msg) if msg is not None else None
-        if msg is not None and key is not None:
-            await anyio.to_thread.run_sync(self.memory.remember, tenant, key, msg)
-        self.log(target, tenant, rw, resp.status_code, t0, stream, retry, recorded=key is not None)
+        if msg is None or key is None:
+            return
+        rec.recorded = True
+        self.pending[(tenant, key)] = msg
+
+        async def write() -> None:
+            try:
+                await anyio.to_thread.run_sync(self.memory.remember, tenant, key, msg)
+            except Exception as e:  # the client already has its answer; say why nothing was kept
+                log_event("proxy_error", route=rec.route, error=redact(f"cannot record: {type(e).__name__}: {e}"))
+            finally:
+                if self.pending.get((tenant, key)) is msg:
+                    del self.pending[(tenant, key)]
+
+        task = asyncio.get_running_loop().create_task(write())
+        self.writes.add(task)
+        task.add_done_callback(self.writes.discard)
+
+    def recall(self, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
+        """Recordings not yet written first, then the memory store for the rest."""
+        out = {k: m for k in keys if (m := self.pending.get((tenant, k))) is not None}
+        rest = [k for k in keys if k not in out]
+        if rest:
+            out.update(self.memory.recall(tenant, rest))
+        return out
+
+    async def log_after(self, rec: Recorder, target: Resolved, tenant: str, rw: Rewrite, status: int, t0: float,
+                        stream: bool, retry: RetryState) -> None:
+        self.log(target, tenant, rw, status, t0, stream, retry, recorded=rec.recorded)
 
     def log(self, target: Resolved, tenant: str, rw: Rewrite, status: int, t0: float, stream: bool,
             retry: RetryState, *, recorded: bool = False) -> None:
@@ -216,6 +236,32 @@ class Proxy:
                 await resp.aclose()
 
         return StreamingResponse(body(), resp.status_code, headers=_back(resp.headers, decoded=False))
+
+
+def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
+    """(table row, upstream base URL) a path's first segment names; ProxyError if none."""
+    try:
+        row = resolve(name, None, "-", table=options.table).route
+    except HermesError as e:
+        raise ProxyError(404, "unknown_route", f"{e} — the proxy serves /<route>/..., "
+                                               "one per row of `hermes routes`") from None
+    upstream = options.upstreams.get(row.key) or row.base_url
+    if row.wire != "openai_chat":
+        raise ProxyError(400, "unsupported_route", f"route {row.key!r} speaks the {row.wire} wire; "
+                         "the proxy serves OpenAI chat-completions routes")
+    if not upstream:
+        raise ProxyError(400, "no_upstream", f"route {row.key!r} has no default base URL; "
+                         f"start the proxy with --upstream {row.key}=URL")
+    return row, upstream.rstrip("/")
+
+
+def prepare(body: dict[str, Any], row: Row, upstream: str, headers: Mapping[str, str], memory: Any,
+            ledger: Any, options: ProxyOptions) -> tuple[Resolved, str, Rewrite]:
+    """(target, tenant, rewrite) for one chat request: what the proxy and ``--dry-run`` share."""
+    target = resolve(row.key, upstream, str(body["model"]), table=options.table)
+    tenant = tenant_of(headers, row.key)
+    rw = rewrite(body, target, partial(memory.recall, tenant), learned_for(ledger, None, target))
+    return target, tenant, rw
 
 
 def _may_learn(status: int) -> bool:
@@ -265,6 +311,8 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        while proxy.writes:  # every recording reaches the store before the process ends
+            await asyncio.gather(*list(proxy.writes), return_exceptions=True)
         await proxy.client.aclose()
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]

@@ -24,9 +24,11 @@ __all__ = ["Recorder"]
 class Recorder:
     """Fold one response (streamed or whole) into the assistant turn it carried."""
 
-    __slots__ = ("_acc", "_buf", "_data", "_dec", "failed")
+    __slots__ = ("_acc", "_buf", "_data", "_dec", "failed", "recorded", "route")
 
     def __init__(self, target: Resolved) -> None:
+        self.route = target.route.key
+        self.recorded = False
         self._dec = decoder(target)
         self._acc = Accumulator(target.key)
         self._buf = b""
@@ -64,16 +66,16 @@ class Recorder:
         except (HermesError, TypeError, ValueError):
             self.failed = True
 
+    @property
+    def finished(self) -> bool:
+        """The finish arrived: the turn is complete (usage may still follow)."""
+        return not self.failed and self._acc.finished
+
     def message(self) -> Message | None:
         """The finished turn, or None when the response did not finish cleanly."""
-        if self._buf:
-            self.feed(b"\n")
-        if self._data:
-            self._line(b"")
-        if self.failed or not self._acc.finished:
+        if not self.finished:
             return None
         try:
             return self._acc.result().message
         except HermesError:
             return None
-

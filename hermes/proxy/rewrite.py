@@ -108,7 +108,7 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
     history: list[Message] = []
     decoded: dict[int, bool] = {}
     for i, m in enumerate(msgs):
-        role = _ROLES.get(m.get("role") if isinstance(m, Mapping) else "", "system")
+        role = _ROLES.get(str(m.get("role")) if isinstance(m, Mapping) else "", "system")
         if role != "assistant":
             history.append(Message(role, ()))  # type: ignore[arg-type]
             continue

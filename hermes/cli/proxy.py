@@ -1,0 +1,127 @@
+"""``hermes proxy``: put reasoning right for any OpenAI-compatible client (see docs/proxy.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._common import echo_json
+
+__all__ = ["proxy"]
+
+
+def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        route, sep, url = v.partition("=")
+        if not sep or not route.strip() or "://" not in url:
+            raise click.BadParameter(f"{v!r}: expected ROUTE=URL, e.g. deepseek=https://api.deepseek.com",
+                                     param_hint="--upstream")
+        out[route.strip().lower()] = url.strip()
+    return out
+
+
+@click.command()
+@click.option("--host", help="Address to bind (default 127.0.0.1, or [proxy] host).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default 8787, or [proxy] port; 0 = any free).")
+@click.option("--upstream", "upstream", multiple=True, metavar="ROUTE=URL",
+              help="Forward ROUTE to URL instead of the route's base URL (repeatable).")
+@click.option("--memory-mb", type=click.FloatRange(0.001), help="Reasoning memory per tenant in MB (default 32).")
+@click.option("--memory-days", type=click.FloatRange(0.0001), help="Days a recording can be restored (default 7).")
+@click.option("--max-body", default=64 << 20, show_default=True, type=click.IntRange(1024),
+              help="Largest request body in bytes (413 beyond).")
+@click.option("--env-keys", is_flag=True,
+              help="Add the route's key from this environment when a client sends none (loopback only).")
+@click.option("--dry-run", "dry_run", type=click.Path(dir_okay=False, path_type=Path),
+              help="Print what the proxy would send for this request body (JSON file, '-' = stdin) and exit.")
+@click.option("--route", help="With --dry-run: the route the request is for (the /<route> of its URL).")
+@click.option("--api-key-env", metavar="VAR",
+              help="With --dry-run: environment variable holding the client's key (picks the tenant).")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_mb: float | None,
+          memory_days: float | None, max_body: int, env_keys: bool, dry_run: Path | None, route: str | None,
+          api_key_env: str | None, log_level: str) -> None:
+    """An OpenAI Chat Completions proxy that gives every assistant message back its reasoning.
+
+    Point a client's base URL at http://127.0.0.1:8787/<route> (any row of `hermes routes`,
+    e.g. /deepseek, /openrouter, /gemini-openai, /kimi) and keep its own API key. Requests are
+    forwarded unchanged except the reasoning of assistant messages, restored in the form the
+    route takes; responses come back unchanged. `hermes logs -f` shows what was restored.
+
+    \b
+    hermes proxy --upstream deepseek=https://api.deepseek.com
+    OPENAI_BASE_URL=http://127.0.0.1:8787/deepseek OPENAI_API_KEY=$DEEPSEEK_API_KEY my-client
+    hermes proxy --dry-run body.json --route deepseek --api-key-env DEEPSEEK_API_KEY
+    """
+    from ..config import load_config
+    from ..paths import routes_path
+    from ..proxy import Bounds, ProxyOptions, SqliteMemory
+    from ..resolve import load_table
+    from ..store import Store
+
+    cfg = load_config().proxy
+    upstreams = {**cfg.upstream, **_upstreams(upstream)}
+    bounds = Bounds(max_bytes=int((memory_mb or cfg.memory_mb) * (1 << 20)),
+                    max_age_s=(memory_days or cfg.memory_days) * 86400.0)
+    options = ProxyOptions(upstreams=upstreams, max_body=max_body, env_keys=env_keys,
+                           table=load_table(routes_path()))
+    if dry_run is not None:
+        if not route:
+            raise click.UsageError("--dry-run needs --route (the /<route> the client's base URL names)")
+        _dry_run(dry_run, route, api_key_env, options, bounds)
+        return
+    from ..proxy.server import serve
+
+    memory = SqliteMemory(bounds=bounds)
+    store = Store()
+    try:
+        serve(memory, store, host=host or cfg.host, port=cfg.port if port is None else port, options=options,
+              log_level=log_level)
+    finally:
+        memory.close()
+        store.close()
+
+
+def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: Any) -> None:
+    import sys
+
+    import orjson
+
+    from ..errors import HistoryError
+    from ..proxy import SqliteMemory
+    from ..proxy.app import ProxyError, prepare, route_row
+    from ..store import Store
+
+    try:
+        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as e:
+        raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise HistoryError(f"{path}: not JSON: {e}") from None
+    if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
+        raise HistoryError(f"{path}: expected a chat-completions request body with a 'model'")
+    headers: dict[str, str] = {}
+    if key_env:
+        key = os.environ.get(key_env)
+        if not key:
+            raise click.UsageError(f"--api-key-env {key_env}: that variable is not set")
+        headers["authorization"] = f"Bearer {key}"
+    try:
+        row, upstream = route_row(route, options)
+    except ProxyError as e:
+        raise click.UsageError(e.message) from None
+    memory, store = SqliteMemory(bounds=bounds), Store()
+    try:
+        target, tenant, rw = prepare(body, row, upstream, headers, memory, store, options)
+    finally:
+        memory.close()
+        store.close()
+    echo_json({"route": target.route.key, "upstream": f"{upstream}/chat/completions", "model": target.model,
+               "tenant": tenant[:10], "changed": rw.body is not None, **rw.summary(),
+               "body": rw.body if rw.body is not None else body})

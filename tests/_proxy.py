@@ -1,0 +1,103 @@
+"""Helpers for the proxy tests: an in-process proxy in front of the emulators, and tool loops
+written the way real client code writes them (nothing here knows about reasoning)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from hermes.proxy import Bounds, ProxyOptions, SqliteMemory
+from hermes.proxy.server import Background
+from hermes.store import Store
+
+ROUTES = ("deepseek", "kimi", "gemini-openai", "openrouter", "glm", "copilot", "mistral", "generic")
+TOOLS = [{"type": "function", "function": {
+    "name": "list_files", "description": "List the files under a path.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+RESULT = "README.md hermes/ tests/"
+
+
+@contextmanager
+def running_proxy(emu: Any, bounds: Bounds = Bounds(), **upstreams: str) -> Iterator[Background]:
+    """A proxy on 127.0.0.1 whose routes forward to the emulator's personalities."""
+    memory, store = SqliteMemory(bounds=bounds), Store()
+    ups = {r: emu.url(r) for r in ROUTES}
+    ups.update(upstreams)
+    try:
+        with Background(memory, store, ProxyOptions(upstreams=ups)) as px:
+            px.memory = memory  # type: ignore[attr-defined]
+            px.store = store  # type: ignore[attr-defined]
+            yield px
+    finally:
+        memory.close()
+        store.close()
+
+
+def openai_step(client: Any, model: str, messages: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
+    """One model call; the assistant message appended the way most client code does it."""
+    if not stream:
+        resp = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
+        return dict(resp.choices[0].message.model_dump(include={"role", "content", "tool_calls"}))
+    content = ""
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in client.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        for tc in delta.tool_calls or []:
+            c = calls.setdefault(tc.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+            c["id"] = tc.id or c["id"]
+            if tc.function:
+                c["function"]["name"] += tc.function.name or ""
+                c["function"]["arguments"] += tc.function.arguments or ""
+    msg: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if calls:
+        msg["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return msg
+
+
+def openai_loop(client: Any, model: str, questions: tuple[str, ...], stream: bool,
+                messages: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """A multi-step tool loop per question with the official SDK; raises on any rejection."""
+    messages = messages if messages is not None else []
+    for q in questions:
+        messages.append({"role": "user", "content": q})
+        for _ in range(4):
+            msg = openai_step(client, model, messages, stream)
+            messages.append(msg)
+            if not msg.get("tool_calls"):
+                break
+            for c in msg["tool_calls"]:
+                messages.append({"role": "tool", "tool_call_id": c["id"], "content": RESULT})
+    return messages
+
+
+def langchain_loop(base_url: str, model: str, questions: tuple[str, ...], stream: bool) -> list[Any]:
+    """The same loop with langchain-openai's ChatOpenAI, as its docs show it."""
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(base_url=base_url, api_key="sk-langchain-client", model=model, max_retries=0,
+                     streaming=stream).bind_tools(TOOLS)
+    msgs: list[Any] = []
+    for q in questions:
+        msgs.append(HumanMessage(q))
+        for _ in range(4):
+            if stream:
+                ai: Any = None
+                for chunk in llm.stream(msgs):
+                    ai = chunk if ai is None else ai + chunk
+            else:
+                ai = llm.invoke(msgs)
+            msgs.append(ai)
+            if not ai.tool_calls:
+                break
+            for tc in ai.tool_calls:
+                msgs.append(ToolMessage(RESULT, tool_call_id=tc["id"]))
+    return msgs
+
+
+def assistant_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in request["body"]["messages"] if m.get("role") == "assistant"]
