@@ -241,7 +241,8 @@ class Proxy:
 def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
     """(table row, upstream base URL) a path's first segment names; ProxyError if none."""
     try:
-        row = resolve(name, None, "-", table=options.table).route
+        # the row by name or alias (a placeholder URL: a row without a default one is fine here)
+        row = resolve(name, "http://upstream.invalid", "-", table=options.table).route
     except HermesError as e:
         raise ProxyError(404, "unknown_route", f"{e} — the proxy serves /<route>/..., "
                                                "one per row of `hermes routes`") from None

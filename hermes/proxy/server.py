@@ -50,16 +50,19 @@ def serve(memory: Any, ledger: Any, *, host: str, port: int, options: ProxyOptio
 
 
 class Background:
-    """The proxy app on 127.0.0.1 in a background thread (tests and ``bench/proxy.py``)."""
+    """An ASGI app (by default the proxy's) on 127.0.0.1 in a background thread, for tests and
+    ``bench/proxy.py``."""
 
-    def __init__(self, memory: Any, ledger: Any, options: ProxyOptions) -> None:
+    def __init__(self, memory: Any = None, ledger: Any = None, options: ProxyOptions | None = None, *,
+                 app: Any = None) -> None:
         import threading
 
         import uvicorn
 
         self._sock = bind("127.0.0.1", 0)
         self.port = self._sock.getsockname()[1]
-        cfg = uvicorn.Config(create_app(memory, ledger, options), log_level="warning", access_log=False,
+        app = app if app is not None else create_app(memory, ledger, options)
+        cfg = uvicorn.Config(app, log_level="warning", access_log=False,
                              lifespan="on", timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(cfg)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
