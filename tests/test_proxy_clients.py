@@ -15,11 +15,10 @@ from typing import Any
 
 import openai
 import pytest
+from _proxy import langchain_loop, openai_loop, running_proxy
 
 from hermes.proxy.rewrite import REASONING_KEYS
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD
-
-from _proxy import langchain_loop, openai_loop, running_proxy
 
 QUESTIONS = ("what is in this repository?", "and which of those are tests?")
 

@@ -87,13 +87,27 @@ class Rewrite:
 
 
 def decode_message(msg: Mapping[str, Any], target: Resolved) -> Message | None:
-    """An assistant message as a client sent it, decoded like a response from ``target``;
-    None when it is malformed (then it is forwarded untouched)."""
-    try:
-        deltas = ChatDecoder().from_wire({"choices": [{"message": msg, "finish_reason": "stop"}]})
-        return Accumulator(target.key).feed_all(deltas).result().message
-    except (HermesError, TypeError, ValueError):
-        return None
+    """An assistant message as a client sent it, decoded like a response from ``target``.
+
+    Reasoning keys the decoder cannot read (a client's malformed ``reasoning_details``) are
+    left out, so they are stripped rather than forwarded; None only when the visible message
+    itself is malformed (then it goes untouched and the upstream says what is wrong)."""
+    for m in (msg, _without_reasoning(msg)):
+        try:
+            deltas = ChatDecoder().from_wire({"choices": [{"message": m, "finish_reason": "stop"}]})
+            return Accumulator(target.key).feed_all(deltas).result().message
+        except (HermesError, TypeError, ValueError, AttributeError):
+            continue
+    return None
+
+
+def _without_reasoning(msg: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in msg.items() if k not in REASONING_KEYS}
+    calls = out.get("tool_calls")
+    if isinstance(calls, list):
+        out["tool_calls"] = [{k: v for k, v in c.items() if k not in _CALL_KEYS} if isinstance(c, Mapping) else c
+                             for c in calls]
+    return out
 
 
 def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: Learned = Learned()) -> Rewrite:
