@@ -40,6 +40,7 @@ from ..errors import HermesError, redact
 from ..logs import log_event
 from ..messages import Message
 from ..rejections import RetryState, learned_for, recover
+from ..replay import Learned
 from ..resolve import Resolved, resolve
 from ..routes import ROUTES
 from ..routes import Route as Row
@@ -95,6 +96,7 @@ class Proxy:
         self.pending: dict[tuple[str, str], Message] = {}
         """(tenant, key) → turns recorded but not yet written to ``memory``."""
         self.writes: set[asyncio.Task[None]] = set()
+        self._learned: dict[tuple[str, str, str], tuple[float, Learned]] = {}
 
     # --- routing ------------------------------------------------------------------------
     def row(self, name: str) -> tuple[Row, str]:
@@ -138,6 +140,7 @@ class Proxy:
             problem = SimpleNamespace(status=resp.status_code, body=err.decode("utf-8", "replace"), sent_body=sent,
                                       plan=rw.plan)
             if recover(self.ledger, None, target, problem, retry, history=rw.history):
+                self._learned.clear()
                 target, tenant, rw = prepare(body, row, upstream, headers, self, self.ledger, self.options)
                 resp = await self.send(url, headers, rw, raw)
             else:
@@ -202,6 +205,15 @@ class Proxy:
         self.writes.add(task)
         task.add_done_callback(self.writes.discard)
 
+    def learned(self, target: Resolved) -> Learned:
+        """``rejections.learned_for`` with a short memo: one ledger read per route and second."""
+        k = (target.route.key, target.host, target.model)
+        hit = self._learned.get(k)
+        now = time.monotonic()
+        if hit is None or now - hit[0] > 1.0:
+            hit = self._learned[k] = (now, learned_for(self.ledger, None, target))
+        return hit[1]
+
     def recall(self, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
         """Recordings not yet written first, then the memory store for the rest."""
         out = {k: m for k in keys if (m := self.pending.get((tenant, k))) is not None}
@@ -261,7 +273,8 @@ def prepare(body: dict[str, Any], row: Row, upstream: str, headers: Mapping[str,
     """(target, tenant, rewrite) for one chat request: what the proxy and ``--dry-run`` share."""
     target = resolve(row.key, upstream, str(body["model"]), table=options.table)
     tenant = tenant_of(headers, row.key)
-    rw = rewrite(body, target, partial(memory.recall, tenant), learned_for(ledger, None, target))
+    learned = memory.learned(target) if hasattr(memory, "learned") else learned_for(ledger, None, target)
+    rw = rewrite(body, target, partial(memory.recall, tenant), learned)
     return target, tenant, rw
 
 

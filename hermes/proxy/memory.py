@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ __all__ = [
     "tenant_of",
 ]
 
+_DECODED = 4096
 _AUTH_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
 
 
@@ -156,6 +158,8 @@ class SqliteMemory:
         self._wlock = threading.Lock()
         self._rlock = threading.Lock()
         self._writes = 0
+        self._decoded: OrderedDict[str, Message] = OrderedDict()
+        """Recently read rows, decoded (the table stays the authority on what is kept)."""
 
     def recall(self, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
         if not keys:
@@ -171,10 +175,18 @@ class SqliteMemory:
             raise StoreError(f"cannot read the proxy memory in {self.path}: {e}") from None
         out: dict[str, Message] = {}
         for key, data in rows:
-            try:
-                out[key] = loads(data)
-            except HistoryError:
-                continue  # written by something else: treat as not recorded
+            m = self._decoded.get(data)
+            if m is None:
+                try:
+                    m = loads(data)
+                except HistoryError:
+                    continue  # written by something else: treat as not recorded
+                self._decoded[data] = m
+                if len(self._decoded) > _DECODED:
+                    self._decoded.popitem(last=False)
+            else:
+                self._decoded.move_to_end(data)
+            out[key] = m
         return out
 
     def remember(self, tenant: str, key: str, message: Message) -> None:

@@ -1,0 +1,171 @@
+"""Proxy overhead: the latency ``hermes proxy`` adds to a request over calling the upstream directly.
+
+Setup: ``python -m hermes emulate --only deepseek`` (zero latency: no delays, no faults) and
+``python -m hermes proxy --upstream deepseek=...`` as two subprocesses on a temporary
+HERMES_HOME; the clients are asyncio tasks with one ``httpx.AsyncClient`` in this process.
+
+The request is a real tool-loop conversation (three questions, each a tool call, its result
+and an answer, then a fourth question: 13 messages) recorded through the proxy first, then
+sent again and again:
+
+* **direct** — the body exactly as the proxy forwards it (reasoning restored, switches set),
+  posted to the emulator;
+* **proxied** — the body as a client that drops reasoning sends it, posted to the proxy: it
+  recognises six assistant turns, restores their reasoning, forwards, relays the answer and
+  records the new turn.
+
+Both run in interleaved blocks at 1 and 32 concurrent clients, non-streamed and streamed
+(time to first body byte). ``added`` at a percentile is proxied minus direct at that
+percentile. Target: p50 added ≤ 2 ms at 1 client.
+
+Run: ``PYTHONPATH=. python bench/proxy.py [--requests 400]``. Last line:
+``proxy p50_added_ms_1 X.XX``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+MODEL, KEY = "deepseek-v4-pro", "sk-bench-proxy-0000"
+TOOLS = [{"type": "function", "function": {"name": "list_files", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(p / 100 * len(s)) - 1))]
+
+
+def start(args: list[str], home: Path, marker: str, name: str) -> tuple[subprocess.Popen[bytes], str]:
+    env = {**os.environ, "HERMES_HOME": str(home)}
+    out = home / f"{name}.out"
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", *args], env=env, stdout=out.open("wb"),
+                            stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        text = out.read_text() if out.exists() else ""
+        if marker in text:
+            return proc, text.split(marker, 1)[1].split()[0]
+        if proc.poll() is not None:
+            sys.exit(f"{name} did not start: {text}")
+        time.sleep(0.05)
+    proc.kill()
+    sys.exit(f"{name} did not start in 30 s")
+
+
+def conversation(proxy: str) -> list[dict[str, Any]]:
+    """Three questions through the proxy, the assistant messages kept the way clients keep them."""
+    messages: list[dict[str, Any]] = []
+    with httpx.Client(headers={"authorization": f"Bearer {KEY}"}, timeout=30) as c:
+        for q in ("what is in the repository?", "which files are tests?", "and the docs?"):
+            messages.append({"role": "user", "content": q})
+            while True:
+                r = c.post(f"{proxy}/chat/completions", json={"model": MODEL, "messages": messages, "tools": TOOLS})
+                r.raise_for_status()
+                msg = r.json()["choices"][0]["message"]
+                kept = {k: msg[k] for k in ("role", "content", "tool_calls") if k in msg}
+                messages.append(kept)
+                if not kept.get("tool_calls"):
+                    break
+                messages.append({"role": "tool", "tool_call_id": kept["tool_calls"][0]["id"], "content": "a b c"})
+    messages.append({"role": "user", "content": "summarise"})
+    return messages
+
+
+async def one(client: httpx.AsyncClient, url: str, body: bytes, stream: bool) -> float:
+    t0 = time.perf_counter()
+    if not stream:
+        r = await client.post(url, content=body)
+        assert r.status_code == 200, r.text[:300]
+        return time.perf_counter() - t0
+    async with client.stream("POST", url, content=body) as r:
+        assert r.status_code == 200
+        ttfb = 0.0
+        async for _ in r.aiter_raw():
+            ttfb = ttfb or time.perf_counter() - t0
+        return ttfb
+
+
+async def run(url: str, body: bytes, n: int, clients: int, stream: bool) -> list[float]:
+    out: list[float] = []
+    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(headers=headers, timeout=60, limits=limits) as client:
+        await one(client, url, body, stream)  # warm the connection
+
+        async def worker(k: int) -> None:
+            for _ in range(k):
+                out.append(await one(client, url, body, stream))
+
+        await asyncio.gather(*(worker(n // clients) for _ in range(clients)))
+    return out
+
+
+def measure(direct: tuple[str, bytes], proxied: tuple[str, bytes], n: int, clients: int, stream: bool,
+            blocks: int = 4) -> dict[str, list[float]]:
+    got: dict[str, list[float]] = {"direct": [], "proxied": []}
+    for _ in range(blocks):  # interleaved, so machine noise lands on both
+        got["direct"] += asyncio.run(run(*direct, n // blocks, clients, stream))
+        got["proxied"] += asyncio.run(run(*proxied, n // blocks, clients, stream))
+    return got
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=400, help="requests per mode and level")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        emu, emu_url = start(["emulate", "--port", "0", "--only", "deepseek"], home, "deepseek ", "emulator")
+        emu_url = emu_url.strip()
+        px, root = start(["proxy", "--port", "0", "--upstream", f"deepseek={emu_url}"], home, "listening on ", "proxy")
+        proxy_url = root.replace("/<route>", "") + "/deepseek"
+        try:
+            messages = conversation(proxy_url)
+            client_body = {"model": MODEL, "messages": messages, "tools": TOOLS}
+            # what the proxy forwards for this body: the emulator's log has it
+            httpx.post(f"{proxy_url}/chat/completions", json=client_body,
+                       headers={"authorization": f"Bearer {KEY}"}).raise_for_status()
+            log = httpx.get(emu_url.split("/deepseek")[0] + "/_log").json()
+            forwarded = log[-1]["body"]
+            assert sum(1 for m in forwarded["messages"] if m.get("reasoning_content")) == 6, "all six restored"
+            rows = []
+            for clients in (1, 32):
+                for stream in (False, True):
+                    extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+                    d = (f"{emu_url}/chat/completions", orjson.dumps({**forwarded, **extra}))
+                    p = (f"{proxy_url}/chat/completions", orjson.dumps({**client_body, **extra}))
+                    n = a.requests if clients == 1 else max(a.requests, 32 * 10)
+                    got = measure(d, p, n, clients, stream)
+                    rows.append((clients, stream, got))
+        finally:
+            for proc in (px, emu):
+                proc.terminate()
+                proc.wait(timeout=10)
+    print(f"{'clients':>7} {'mode':8} {'direct p50':>10} {'p99':>7} {'proxied p50':>11} {'p99':>7} "
+          f"{'added p50':>9} {'p99':>7}  (ms)")
+    figures: dict[tuple[int, bool], tuple[float, float]] = {}
+    for clients, stream, got in rows:
+        d50, d99 = pct(got["direct"], 50) * 1e3, pct(got["direct"], 99) * 1e3
+        p50, p99 = pct(got["proxied"], 50) * 1e3, pct(got["proxied"], 99) * 1e3
+        figures[(clients, stream)] = (p50 - d50, p99 - d99)
+        mode = "ttfb" if stream else "json"
+        print(f"{clients:>7} {mode:8} {d50:10.2f} {d99:7.2f} {p50:11.2f} {p99:7.2f} {p50 - d50:9.2f} {p99 - d99:7.2f}")
+    print(f"proxy p99_added_ms_32 {figures[(32, False)][1]:.2f}")
+    print(f"proxy stream_ttfb_added_ms_1 {figures[(1, True)][0]:.2f}")
+    print(f"proxy p50_added_ms_1 {figures[(1, False)][0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
