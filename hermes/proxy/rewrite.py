@@ -77,13 +77,16 @@ class Rewrite:
     actions: tuple[MessageAction, ...] = ()
     switches: tuple[str, ...] = ()
     keys: dict[int, str] = field(default_factory=dict)
+    mapped_ids: int = 0
+    """Tool-call ids rewritten to the route's id rule (calls and the results answering them)."""
 
     def summary(self) -> dict[str, Any]:
         """For the request log: per message what was restored / padded / stripped; no values."""
         changed = [a.as_dict() for a in self.actions if a.restored or a.padded or a.stripped or a.note]
         return {"assistant_messages": len(self.actions),
                 "recognised": sum(1 for a in self.actions if a.recognised),
-                "messages": changed, "switches": list(self.switches)}
+                "messages": changed, "switches": list(self.switches),
+                **({"mapped_ids": self.mapped_ids} if self.mapped_ids else {})}
 
 
 def decode_message(msg: Mapping[str, Any], target: Resolved) -> Message | None:
@@ -136,10 +139,11 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
     plan = plan_replay(history, target, learned, Settings())
     new_msgs: list[Any] | None = None
     actions: list[MessageAction] = []
+    ids: dict[str, str] = {}
     for i, recognised in decoded.items():
         pm = plan.messages[i]
         pads = {f for d in pm.decisions if d.action == "pad" for f in d.fields}
-        patched, action = _patch(msgs[i], render_message(pm, target.route)[-1], pads, i, recognised)
+        patched, action = _patch(msgs[i], render_message(pm, target.route)[-1], pads, i, recognised, ids)
         if not recognised and not action.note:
             own = any(isinstance(p, Reasoning) for p in history[i].parts)
             action = _with_note(action, "unrecognised: " + ("the client's own reasoning" if own else
@@ -149,6 +153,11 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
             if new_msgs is None:
                 new_msgs = list(msgs)
             new_msgs[i] = patched
+    if ids:  # results answer the calls under their new ids
+        new_msgs = new_msgs if new_msgs is not None else list(msgs)
+        for i, m in enumerate(new_msgs):
+            if isinstance(m, Mapping) and m.get("role") == "tool" and str(m.get("tool_call_id")) in ids:
+                new_msgs[i] = {**m, "tool_call_id": ids[str(m["tool_call_id"])]}
     out: dict[str, Any] | None = None
     if new_msgs is not None:
         out = dict(body)
@@ -162,7 +171,7 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
             out = out if out is not None else dict(body)
             out[name] = merged
             switched.append(name)
-    return Rewrite(out, history, plan, tuple(actions), tuple(switched), keys)
+    return Rewrite(out, history, plan, tuple(actions), tuple(switched), keys, len(ids))
 
 
 def _with_note(a: MessageAction, note: str) -> MessageAction:
@@ -170,8 +179,9 @@ def _with_note(a: MessageAction, note: str) -> MessageAction:
 
 
 def _patch(msg: Mapping[str, Any], want: Mapping[str, Any], pads: set[str], index: int,
-           recognised: bool) -> tuple[Mapping[str, Any], MessageAction]:
-    """``msg`` with exactly the reasoning keys of the rendered ``want`` (same object if no change)."""
+           recognised: bool, ids: dict[str, str]) -> tuple[Mapping[str, Any], MessageAction]:
+    """``msg`` with exactly the reasoning keys of the rendered ``want`` (same object if no change);
+    tool-call ids the route renders differently are changed too and collected in ``ids``."""
     out: dict[str, Any] | None = None
     restored: list[str] = []
     padded: list[str] = []
@@ -193,12 +203,17 @@ def _patch(msg: Mapping[str, Any], want: Mapping[str, Any], pads: set[str], inde
             stripped.append(k)
     calls = msg.get("tool_calls")
     if isinstance(calls, list) and calls:
-        wanted = {c.get("id"): c for c in want.get("tool_calls") or ()}
+        # rendered calls come in the client's order (a recognised turn matched on every call, in
+        # order; an unrecognised one was decoded from these very calls)
+        wanted = list(want.get("tool_calls") or ())
         new_calls: list[Any] | None = None
         for j, call in enumerate(calls):
-            if not isinstance(call, Mapping):
+            if not isinstance(call, Mapping) or j >= len(wanted):
                 continue
-            fixed = _patch_call(call, wanted.get(call.get("id")) or {}, pads, restored, padded, stripped)
+            fixed = _patch_call(call, wanted[j], pads, restored, padded, stripped)
+            if wanted[j].get("id") != call.get("id"):  # the route's tool-call id rule
+                fixed = {**fixed, "id": wanted[j]["id"]}
+                ids[str(call.get("id"))] = str(wanted[j]["id"])
             if fixed is not call:
                 if new_calls is None:
                     new_calls = list(calls)
