@@ -352,7 +352,7 @@ def test_dry_run_shows_the_body_the_proxy_would_send(emulator: Any, hermes_home:
     path = hermes_home / "body.json"
     path.write_bytes(orjson.dumps(body))
     anon = orjson.loads(cli(hermes_home, "proxy", "--dry-run", str(path), "--route", "deepseek").stdout)
-    assert anon["changed"] and anon["switches"] == ["thinking"]
+    assert anon["changed"] and anon["switches"] == [], "a pad alone: maybe the client runs without thinking"
     assert anon["body"]["messages"][1]["reasoning_content"] == PAD
     assert anon["messages"][0] == {"index": 1, "recognised": False, "padded": ["reasoning_content"],
                                    "note": "unrecognised: padded"}
@@ -364,6 +364,7 @@ def test_dry_run_shows_the_body_the_proxy_would_send(emulator: Any, hermes_home:
         del os.environ["DRY_RUN_KEY"]
     assert "dry run me" in mine["body"]["messages"][1]["reasoning_content"]
     assert mine["recognised"] == 2 and mine["body"]["temperature"] == 0
+    assert mine["switches"] == ["thinking"] and mine["body"]["thinking"] == {"type": "enabled"}
     bad = cli(hermes_home, "proxy", "--dry-run", str(path), check=False)
     assert bad.returncode != 0 and "--route" in bad.stderr
 
@@ -379,3 +380,44 @@ def test_store_of_the_proxy_is_the_session_store(emulator: Any, hermes_home: Pat
         s.close()
     assert n == 2 and tenants == {tenant_of({"authorization": "Bearer sk-tenant-a"}, "glm")}
     assert b"sk-tenant-a" not in (hermes_home / "state.db").read_bytes()
+
+
+def test_bad_proxy_settings_are_named(hermes_home: Path) -> None:
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "config.toml").write_text('model = "m"\n[proxy]\nport = 80800\n')
+    r = cli(hermes_home, "proxy", check=False)
+    assert r.returncode == 1 and "config.toml:2: [proxy] port must be 0-65535" in r.stderr
+    (hermes_home / "config.toml").write_text('[proxy]\nupstream = { deepseek = "api.deepseek.com" }\n')
+    r = cli(hermes_home, "proxy", check=False)
+    assert r.returncode == 1 and "upstream 'deepseek' must be a URL" in r.stderr
+    (hermes_home / "config.toml").write_text('[proxy]\nkey = "sk-x"\n')
+    r = cli(hermes_home, "proxy", check=False)
+    assert r.returncode == 1 and "[proxy] takes host, port" in r.stderr and "sk-x" not in r.stderr
+    (hermes_home / "config.toml").unlink()
+    r = cli(hermes_home, "proxy", "--upstream", "deepseek", check=False)
+    assert r.returncode == 2 and "expected ROUTE=URL" in r.stderr
+    r = cli(hermes_home, "proxy", "--env-keys", "--host", "0.0.0.0", "--port", "0", check=False)
+    assert r.returncode == 1 and "refusing to listen on 0.0.0.0 with --env-keys" in r.stderr
+
+
+def test_env_keys_fill_in_a_missing_key_only(emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes.proxy import ProxyOptions
+
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-from-the-proxy-env")
+    seen: list[str] = []
+
+    async def echo(request: Request) -> Response:
+        seen.append(request.headers.get("authorization", ""))
+        return JSONResponse({"object": "list", "data": []})
+
+    with Background(app=Starlette(routes=[Route("/v1/models", echo)])) as up:
+        opts = ProxyOptions(upstreams={"deepseek": f"http://127.0.0.1:{up.port}/v1"}, env_keys=True)
+        mem, store = SqliteMemory(), Store()
+        try:
+            with Background(mem, store, opts) as px:
+                httpx.get(f"{px.url('deepseek')}/models")
+                httpx.get(f"{px.url('deepseek')}/models", headers={"authorization": "Bearer sk-client-own"})
+        finally:
+            mem.close()
+            store.close()
+    assert seen == ["Bearer sk-from-the-proxy-env", "Bearer sk-client-own"]

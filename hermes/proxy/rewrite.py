@@ -15,8 +15,9 @@ neutral history the planner reads and lets the planner and the chat wire decide:
    restored, different ones replaced, the rest stripped (e.g. ``reasoning_content`` sent to
    Mistral). Content, tool calls, names and every other key stay byte-for-byte the client's.
 
-Top-level switches are added only where the client did not set a value (a client that turns
-thinking off keeps it off).
+Top-level keep-thinking switches are added when the request carries reasoning back, and only
+where the client did not set a value (a client that turns thinking off keeps it off; a first
+request, with nothing to carry back, goes out as the client sent it).
 """
 
 from __future__ import annotations
@@ -163,7 +164,10 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
         out = dict(body)
         out["messages"] = new_msgs
     switched: list[str] = []
-    for name, value in plan.request_fields.items():
+    # keep-thinking switches only for a conversation that thinks: a request carrying reasoning
+    # back (a pad alone does not count — the client may run the model without thinking)
+    thinks = any(d.action in ("field", "native") for pm in plan.messages for d in pm.decisions)
+    for name, value in plan.request_fields.items() if thinks else ():
         cur = body.get(name)
         merged = value if name not in body else deep_merge(value, cur) if (
             isinstance(value, Mapping) and isinstance(cur, Mapping)) else cur
