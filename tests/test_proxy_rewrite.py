@@ -92,9 +92,21 @@ def test_only_reasoning_keys_and_switches_change(body: dict[str, Any], route: st
         elif k in body:
             assert out[k] == body[k]
     assert len(out["messages"]) == len(body["messages"])
+    ids = {c["id"]: a["id"] for b, af in zip(body["messages"], out["messages"], strict=True)
+           for c, a in zip(b.get("tool_calls") or (), af.get("tool_calls") or (), strict=True)}
+    moved = {k: v for k, v in ids.items() if k != v}
+    if getattr(target.route, "tool_ids", "any") == "any":
+        assert not moved, "ids change only under a route's id rule"
+    assert len(set(ids.values())) == len(ids), "a mapping never merges two calls"
     for before, after in zip(body["messages"], out["messages"], strict=True):
-        if before.get("role") != "assistant":
+        if before.get("role") == "tool":
+            assert after.get("tool_call_id") == moved.get(before.get("tool_call_id"), before.get("tool_call_id"))
+            after = {**after, "tool_call_id": before.get("tool_call_id")}
+        elif before.get("role") != "assistant":
             assert after is before
+        if before.get("tool_calls"):
+            after = {**after, "tool_calls": [{**a, "id": c["id"]} for a, c in
+                                             zip(after["tool_calls"], before["tool_calls"], strict=True)]}
         assert _plain(after) == _plain(before)
         if before.get("role") == "assistant" and target.route.strict:
             assert not set(REASONING_KEYS) & set(after), "a strict route gets no reasoning key"
