@@ -421,3 +421,17 @@ def test_env_keys_fill_in_a_missing_key_only(emulator: Any, monkeypatch: pytest.
             mem.close()
             store.close()
     assert seen == ["Bearer sk-from-the-proxy-env", "Bearer sk-client-own"]
+
+
+def test_an_unreadable_memory_costs_the_restore_not_the_request(emulator: Any) -> None:
+    with running_proxy(emulator) as px:
+        c = _client(px, "deepseek")
+        history = openai_loop(c, DS, ("memory goes away",), False)
+        time.sleep(0.2)
+        px.memory.close()  # the store is gone from under the proxy
+        before = len(emulator.requests("deepseek"))
+        c.chat.completions.create(model=DS, messages=[*history, {"role": "user", "content": "still?"}], tools=TOOLS)
+        sent = emulator.requests("deepseek")[before]
+    assert _tool_turns(sent)[0]["reasoning_content"] == PAD, "the route's fallback, and an answer"
+    errors = [r for r in read_log() if r["event"] == "proxy_error"]
+    assert errors and all("sk-" not in r["error"] for r in errors)

@@ -219,7 +219,10 @@ class Proxy:
         out = {k: m for k in keys if (m := self.pending.get((tenant, k))) is not None}
         rest = [k for k in keys if k not in out]
         if rest:
-            out.update(self.memory.recall(tenant, rest))
+            try:
+                out.update(self.memory.recall(tenant, rest))
+            except HermesError as e:  # an unreadable store costs the restore, never the request
+                log_event("proxy_error", error=redact(f"cannot read the reasoning memory: {e}"))
         return out
 
     async def log_after(self, rec: Recorder, target: Resolved, tenant: str, rw: Rewrite, status: int, t0: float,
