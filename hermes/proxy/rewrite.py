@@ -141,8 +141,9 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
     new_msgs: list[Any] | None = None
     actions: list[MessageAction] = []
     ids: dict[str, str] = {}
+    planned = {pm.index: pm for pm in plan.messages}
     for i, recognised in decoded.items():
-        pm = plan.messages[i]
+        pm = planned[i]
         pads = {f for d in pm.decisions if d.action == "pad" for f in d.fields}
         patched, action = _patch(msgs[i], render_message(pm, target.route)[-1], pads, i, recognised, ids)
         if not recognised and not action.note:
