@@ -317,7 +317,8 @@ def test_proxy_errors_have_the_openai_shape(emulator: Any) -> None:
     with running_proxy(emulator) as px:
         root = px.url("")[:-1]
         r = httpx.post(f"{root}/no-such-route/chat/completions", json={"model": "m", "messages": []})
-        assert r.status_code == 404 and r.json()["error"]["type"] == "unknown_route"
+        assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_route"
+        assert r.json()["error"]["type"] == "not_found_error", "OpenAI's shape: SDKs raise NotFoundError"
         r = httpx.post(f"{root}/anthropic/chat/completions", json={"model": "m", "messages": []})
         assert r.status_code == 400 and "anthropic wire" in r.json()["error"]["message"]
         r = httpx.get(f"{root}/deepseek/models", headers={"authorization": "Bearer k"})
@@ -435,3 +436,19 @@ def test_an_unreadable_memory_costs_the_restore_not_the_request(emulator: Any) -
     assert _tool_turns(sent)[0]["reasoning_content"] == PAD, "the route's fallback, and an answer"
     errors = [r for r in read_log() if r["event"] == "proxy_error"]
     assert errors and all("sk-" not in r["error"] for r in errors)
+
+
+def test_web_pages_cannot_use_the_proxy(emulator: Any) -> None:
+    """The gateway's browser guard: a rebound name or a foreign page's Origin is refused before
+    anything is forwarded; clients that are not browsers (no Origin) are unaffected."""
+    with running_proxy(emulator) as px:
+        before = len(emulator.requests("deepseek"))
+        body = {"model": DS, "messages": [{"role": "user", "content": "hi"}]}
+        r = httpx.post(f"{px.url('deepseek')}/chat/completions", json=body, headers={"host": "evil.example"})
+        assert r.status_code == 421
+        r = httpx.post(f"{px.url('deepseek')}/chat/completions", json=body,
+                       headers={"origin": "https://evil.example", "authorization": "Bearer k"})
+        assert r.status_code == 403
+        assert len(emulator.requests("deepseek")) == before
+        r = httpx.post(f"{px.url('deepseek')}/chat/completions", json=body, headers={"authorization": "Bearer k"})
+        assert r.status_code == 200

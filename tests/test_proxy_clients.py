@@ -168,3 +168,7 @@ def test_reasoning_sent_to_a_strict_route_is_stripped(emulator: Any, proxy: Any,
     sent = emulator.requests("mistral")[before:]
     assert len(sent) == 1
     assert not any(set(REASONING_KEYS) & set(m) for m in sent[0]["body"]["messages"])
+    # Mistral's id rule (nine letters and digits): calls and the results answering them, mapped alike
+    calls = [c["id"] for m in sent[0]["body"]["messages"] for c in m.get("tool_calls") or ()]
+    results = [m["tool_call_id"] for m in sent[0]["body"]["messages"] if m.get("role") == "tool"]
+    assert calls and all(len(i) == 9 and i.isalnum() for i in calls) and results == calls

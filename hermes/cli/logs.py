@@ -59,6 +59,8 @@ def _proxy_line(ts: str, where: str, rec: Mapping[str, Any]) -> str:
         bits.append("switches " + ",".join(rec["switches"]))
     seen = f"{rec.get('recognised', 0)}/{rec.get('assistant_messages', 0)} recognised"
     tail = " · retried once" if rec.get("retried") else ""
+    if rec.get("mapped_ids"):
+        tail += f" · {rec['mapped_ids']} tool-call id(s) mapped"
     return (f"{ts} proxy:{rec.get('tenant', '-')[:8]} ⇄ {where} [{seen}; {' | '.join(bits) or 'unchanged'}]"
             f" HTTP {rec.get('status')} {rec.get('ms')}ms{tail}")
 

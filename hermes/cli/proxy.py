@@ -62,13 +62,19 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     from ..proxy import Bounds, ProxyOptions, SqliteMemory
     from ..resolve import load_table
     from ..store import Store
+    from ..urlpolicy import check_base_url
 
-    cfg = load_config().proxy
+    config = load_config()
+    cfg = config.proxy
     upstreams = {**cfg.upstream, **_upstreams(upstream)}
+    for url in upstreams.values():
+        check_base_url(url)
     bounds = Bounds(max_bytes=int((memory_mb or cfg.memory_mb) * (1 << 20)),
                     max_age_s=(memory_days or cfg.memory_days) * 86400.0)
+    bound = host or cfg.host
     options = ProxyOptions(upstreams=upstreams, max_body=max_body, env_keys=env_keys,
-                           table=load_table(routes_path()))
+                           table=load_table(routes_path()), bound_host=bound,
+                           allowed_hosts=config.allowed_hosts, allowed_origins=config.allowed_origins)
     if dry_run is not None:
         if not route:
             raise click.UsageError("--dry-run needs --route (the /<route> the client's base URL names)")
@@ -79,7 +85,7 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     memory = SqliteMemory(bounds=bounds)
     store = Store()
     try:
-        serve(memory, store, host=host or cfg.host, port=cfg.port if port is None else port, options=options,
+        serve(memory, store, host=bound, port=cfg.port if port is None else port, options=options,
               log_level=log_level)
     finally:
         memory.close()
@@ -92,8 +98,9 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
     import orjson
 
     from ..errors import HistoryError
+    from ..gateway.http import ApiError
     from ..proxy import SqliteMemory
-    from ..proxy.app import ProxyError, prepare, route_row
+    from ..proxy.app import prepare, route_row
     from ..store import Store
 
     try:
@@ -114,7 +121,7 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
         headers["authorization"] = f"Bearer {key}"
     try:
         row, upstream = route_row(route, options)
-    except ProxyError as e:
+    except ApiError as e:
         raise click.UsageError(e.message) from None
     memory, store = SqliteMemory(bounds=bounds), Store()
     try:

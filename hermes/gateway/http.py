@@ -31,7 +31,7 @@ from ..errors import (
 from .locks import Busy
 
 __all__ = ["ApiError", "AuthThrottle", "error_response", "field", "from_exception", "json_response", "openai_error_response",
-           "read_json", "require_auth"]
+           "read_body", "read_json", "require_auth"]
 
 
 class ApiError(Exception):
@@ -150,7 +150,7 @@ async def read_json(request: Request, limit: int, *, optional: bool = False,
     ``timeout_s`` (a client trickling a body would otherwise hold a connection forever)."""
     try:
         with anyio.fail_after(timeout_s):
-            raw = await _read_body(request, limit)
+            raw = await read_body(request, limit)
     except TimeoutError:
         raise ApiError(408, "timeout", f"the request body did not arrive within {timeout_s:g} s",
                        {"connection": "close"}) from None
@@ -171,7 +171,8 @@ async def read_json(request: Request, limit: int, *, optional: bool = False,
     return data
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body; 413 past ``limit`` bytes, checked while reading (``hermes proxy`` too)."""
     declared = request.headers.get("content-length")
     if declared is not None:
         try:

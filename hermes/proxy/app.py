@@ -27,16 +27,19 @@ from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import httpx
 import orjson
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from ..errors import HermesError, redact
+from ..gateway.http import ApiError, openai_error_response, read_body
 from ..logs import log_event
 from ..messages import Message
 from ..rejections import RetryState, learned_for, recover
@@ -49,7 +52,7 @@ from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
 from .rewrite import Rewrite, rewrite
 
-__all__ = ["ProxyError", "ProxyOptions", "create_app", "prepare", "route_row"]
+__all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
 
 _HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
                   "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding"})
@@ -63,22 +66,17 @@ class ProxyOptions:
     upstreams: Mapping[str, str] = field(default_factory=dict)
     """route key → base URL to forward to instead of the row's ``base_url``."""
     max_body: int = 64 << 20
+    body_timeout_s: float = 30.0
+    """A request body must arrive within this (a trickling client would hold a connection)."""
     timeout_s: float = 600.0
     env_keys: bool = False
     """Add the route's key from this process's environment when a client sends none."""
     table: tuple[Row, ...] = ROUTES
-
-
-class ProxyError(Exception):
-    def __init__(self, status: int, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.kind, self.message = status, kind, message
-
-
-def _error(status: int, kind: str, message: str) -> Response:
-    """OpenAI's error shape (what every OpenAI-compatible client reads)."""
-    body = {"error": {"message": redact(message), "type": kind, "param": None, "code": kind}}
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+    bound_host: str = "127.0.0.1"
+    allowed_hosts: tuple[str, ...] = ()
+    """``Host`` names accepted besides loopback names and the bound address ([gateway] allowed_hosts)."""
+    allowed_origins: tuple[str, ...] = ()
+    """Browser origins allowed ([gateway] allowed_origins)."""
 
 
 class Proxy:
@@ -100,7 +98,7 @@ class Proxy:
 
     # --- routing ------------------------------------------------------------------------
     def row(self, name: str) -> tuple[Row, str]:
-        """(table row, upstream base URL) for the first path segment; ProxyError if none."""
+        """(table row, upstream base URL) for the first path segment; ApiError if none."""
         hit = self._rows.get(name)
         if hit is None:
             hit = self._rows[name] = route_row(name, self.options)
@@ -119,7 +117,7 @@ class Proxy:
     # --- chat completions -----------------------------------------------------------------
     async def chat(self, request: Request, row: Row, upstream: str, url: str) -> Response:
         t0 = time.perf_counter()
-        raw = await _read(request, self.options.max_body)
+        raw = await _read(request, self.options)
         headers = self.headers(request, row)
         try:
             body = orjson.loads(raw)
@@ -180,7 +178,7 @@ class Proxy:
         try:
             return await self.client.send(req, stream=True)
         except httpx.HTTPError as e:
-            raise ProxyError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
+            raise ApiError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
 
     def stage(self, tenant: str, rec: Recorder) -> None:
         """Remember the turn ``rec`` folded: visible to the next request at once (``pending``),
@@ -241,7 +239,7 @@ class Proxy:
         try:
             resp = await self.client.send(req, stream=True)
         except httpx.HTTPError as e:
-            raise ProxyError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
+            raise ApiError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
 
         async def body() -> AsyncIterator[bytes]:
             try:
@@ -254,19 +252,19 @@ class Proxy:
 
 
 def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
-    """(table row, upstream base URL) a path's first segment names; ProxyError if none."""
+    """(table row, upstream base URL) a path's first segment names; ApiError if none."""
     try:
         # the row by name or alias (a placeholder URL: a row without a default one is fine here)
         row = resolve(name, "http://upstream.invalid", "-", table=options.table).route
     except HermesError as e:
-        raise ProxyError(404, "unknown_route", f"{e} — the proxy serves /<route>/..., "
+        raise ApiError(404, "unknown_route", f"{e} — the proxy serves /<route>/..., "
                                                "one per row of `hermes routes`") from None
     upstream = options.upstreams.get(row.key) or row.base_url
     if row.wire != "openai_chat":
-        raise ProxyError(400, "unsupported_route", f"route {row.key!r} speaks the {row.wire} wire; "
+        raise ApiError(400, "unsupported_route", f"route {row.key!r} speaks the {row.wire} wire; "
                          "the proxy serves OpenAI chat-completions routes")
     if not upstream:
-        raise ProxyError(400, "no_upstream", f"route {row.key!r} has no default base URL; "
+        raise ApiError(400, "no_upstream", f"route {row.key!r} has no default base URL; "
                          f"start the proxy with --upstream {row.key}=URL")
     return row, upstream.rstrip("/")
 
@@ -290,23 +288,24 @@ def _back(headers: httpx.Headers, *, decoded: bool) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in skip}
 
 
-async def _read(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ProxyError(413, "too_large", f"request body is {declared} bytes; the limit is {limit}")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ProxyError(413, "too_large", f"request body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def _read(request: Request, options: ProxyOptions) -> bytes:
+    try:
+        with anyio.fail_after(options.body_timeout_s):
+            return await read_body(request, options.max_body)
+    except TimeoutError:
+        raise ApiError(408, "timeout", f"the request body did not arrive within {options.body_timeout_s:g} s",
+                       {"connection": "close"}) from None
 
 
 def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | None = None) -> Starlette:
     """The ASGI app. ``memory`` holds what responses thought; ``ledger`` is the session store
-    whose capability ledger keeps learned rejections (``learn`` / ``capabilities``)."""
+    whose capability ledger keeps learned rejections (``learn`` / ``capabilities``).
+
+    Wrapped in the gateway's browser guard (``Host`` allowlist against DNS rebinding, foreign
+    ``Origin`` refused): a web page must not reach a provider, or this machine's keys with
+    ``--env-keys``, through the proxy."""
+    from ..gateway.guard import Guard, allowed_hosts
+
     proxy = Proxy(memory, ledger, options or ProxyOptions())
 
     async def forward(request: Request) -> Response:
@@ -317,10 +316,10 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
             if request.method == "POST" and rest.rstrip("/").endswith("chat/completions"):
                 return await proxy.chat(request, row, upstream, url)
             return await proxy.relay(request.method, url, proxy.headers(request, row), await request.body())
-        except ProxyError as e:
-            return _error(e.status, e.kind, e.message)
+        except ApiError as e:
+            return openai_error_response(e)
         except HermesError as e:
-            return _error(400, "invalid_request", f"{e}")
+            return openai_error_response(ApiError(400, "invalid_request", f"{e}"))
 
     async def healthz(request: Request) -> Response:
         return Response(b'{"ok":true}', media_type="application/json")
@@ -333,7 +332,10 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
         await proxy.client.aclose()
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    opts = proxy.options
+    guard = Middleware(Guard, hosts=allowed_hosts(opts.bound_host, opts.allowed_hosts), origins=opts.allowed_origins)
     app = Starlette(routes=[Route("/healthz", healthz, methods=["GET"]),
-                            Route("/{route}/{rest:path}", forward, methods=methods)], lifespan=lifespan)
+                            Route("/{route}/{rest:path}", forward, methods=methods)], lifespan=lifespan,
+                    middleware=[guard])
     app.state.proxy = proxy
     return app

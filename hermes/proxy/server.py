@@ -11,10 +11,22 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError
-from ..gateway.server import bind, is_loopback
+from ..gateway.server import bind, guarded_protocol, is_loopback
 from .app import ProxyOptions, create_app
 
-__all__ = ["serve"]
+__all__ = ["Background", "serve"]
+
+_HEADER_TIMEOUT_S = 10.0
+_MAX_CONNECTIONS = 1024
+
+
+def _config(app: Any, log_level: str) -> Any:
+    """uvicorn as the gateway runs it: header deadline and connection cap against slow clients."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", limit_concurrency=None,
+                          timeout_graceful_shutdown=5, http=guarded_protocol(_HEADER_TIMEOUT_S, _MAX_CONNECTIONS),
+                          timeout_keep_alive=int(_HEADER_TIMEOUT_S))
 
 
 def serve(memory: Any, ledger: Any, *, host: str, port: int, options: ProxyOptions,
@@ -27,10 +39,7 @@ def serve(memory: Any, ledger: Any, *, host: str, port: int, options: ProxyOptio
                           "spend this machine's provider keys", hint="bind 127.0.0.1, or let clients send their keys")
     sock = bind(host, port)
     actual = sock.getsockname()[1]
-    app = create_app(memory, ledger, options)
-    cfg = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", limit_concurrency=None,
-                         timeout_graceful_shutdown=5)
-    server = uvicorn.Server(cfg)
+    server = uvicorn.Server(_config(create_app(memory, ledger, options), log_level))
     shown = f"[{host}]" if ":" in host else host
     original_startup = server.startup
 
@@ -62,9 +71,7 @@ class Background:
         self._sock = bind("127.0.0.1", 0)
         self.port = self._sock.getsockname()[1]
         app = app if app is not None else create_app(memory, ledger, options)
-        cfg = uvicorn.Config(app, log_level="warning", access_log=False,
-                             lifespan="on", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(cfg)
+        self._server = uvicorn.Server(_config(app, "warning"))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="hermes-proxy", daemon=True)
 
