@@ -21,7 +21,8 @@ from ..config import Config
 from ..errors import ConfigError
 from .app import GatewayOptions, create_app
 
-__all__ = ["bind", "check_bind", "gateway_token", "guarded_protocol", "is_loopback", "serve", "uvicorn_config"]
+__all__ = ["bind", "check_bind", "gateway_token", "guarded_protocol", "is_loopback", "run_announced", "serve",
+           "uvicorn_config"]
 
 
 MIN_PUBLIC_TOKEN = 16
@@ -150,6 +151,27 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def run_announced(server: Any, sock: socket.socket, line: str) -> None:
+    """Run a uvicorn ``server`` on ``sock`` until SIGINT/SIGTERM, printing ``line`` to stderr
+    once it accepts connections (scripts and tests wait for it). Shared with ``hermes proxy``."""
+    original_startup = server.startup
+
+    async def startup(sockets: list[socket.socket] | None = None) -> None:
+        await original_startup(sockets=sockets)
+        if server.started:
+            print(line, file=sys.stderr, flush=True)
+
+    server.startup = startup
+    # uvicorn re-raises the stop signal after its graceful shutdown; with this handler in place
+    # that re-raise is a no-op, so a drained server exits 0 instead of dying "by SIGTERM"
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def serve(store: Any, config: Config, *, host: str, port: int, options: GatewayOptions,
           log_level: str = "warning", graceful_s: int | None = None) -> None:
     """Serve until interrupted. Prints ``hermes gateway listening on URL`` once ready."""
@@ -161,26 +183,6 @@ def serve(store: Any, config: Config, *, host: str, port: int, options: GatewayO
     app = create_app(store, config, options)
     server = uvicorn.Server(uvicorn_config(app, options, log_level=log_level, graceful_s=graceful_s))
     shown = f"[{host}]" if ":" in host else host
-
-    async def announce() -> None:
-        print(f"hermes gateway listening on http://{shown}:{actual}"
-              f" ({'token required' if options.token else 'no token: loopback only'})",
-              file=sys.stderr, flush=True)
-
-    original_startup = server.startup
-
-    async def startup(sockets: list[socket.socket] | None = None) -> None:
-        await original_startup(sockets=sockets)
-        if server.started:
-            await announce()
-
-    server.startup = startup  # type: ignore[method-assign]
-    # uvicorn re-raises the stop signal after its graceful shutdown; with this handler in place
-    # that re-raise is a no-op, so a drained gateway exits 0 instead of dying "by SIGTERM"
-    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server.run(sockets=[sock])
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    run_announced(server, sock, f"hermes gateway listening on http://{shown}:{actual}"
+                                f" ({'token required' if options.token else 'no token: loopback only'})")
     print("hermes gateway stopped: every running turn finished", file=sys.stderr, flush=True)

@@ -6,12 +6,11 @@ it refuses to listen beyond loopback (anyone who could reach it would spend thos
 
 from __future__ import annotations
 
-import signal
 import sys
 from typing import Any
 
 from ..errors import ConfigError
-from ..gateway.server import bind, guarded_protocol, is_loopback
+from ..gateway.server import bind, guarded_protocol, is_loopback, run_announced
 from .app import ProxyOptions, create_app
 
 __all__ = ["Background", "serve"]
@@ -41,20 +40,7 @@ def serve(memory: Any, ledger: Any, *, host: str, port: int, options: ProxyOptio
     actual = sock.getsockname()[1]
     server = uvicorn.Server(_config(create_app(memory, ledger, options), log_level))
     shown = f"[{host}]" if ":" in host else host
-    original_startup = server.startup
-
-    async def startup(sockets: Any = None) -> None:
-        await original_startup(sockets=sockets)
-        if server.started:
-            print(f"hermes proxy listening on http://{shown}:{actual}/<route>", file=sys.stderr, flush=True)
-
-    server.startup = startup  # type: ignore[method-assign]
-    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server.run(sockets=[sock])
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    run_announced(server, sock, f"hermes proxy listening on http://{shown}:{actual}/<route>")
     print("hermes proxy stopped", file=sys.stderr, flush=True)
 
 
