@@ -14,10 +14,11 @@ sent again and again:
   recognises six assistant turns, restores their reasoning, forwards, relays the answer and
   records the new turn.
 
-A one-message request (nothing to restore) measures the HTTP hop alone. Both run in
-interleaved blocks at 1 and 32 concurrent clients, non-streamed and streamed
-(time to first body byte). ``added`` at a percentile is proxied minus direct at that
-percentile. Target: p50 added ≤ 2 ms at 1 client.
+A one-message request (nothing to restore) measures the HTTP hop alone. At one client
+direct and proxied requests alternate; at 32 they run in interleaved blocks; both non-streamed
+and streamed (time to first body byte). ``added`` at a percentile is proxied minus direct at
+that percentile. The proxy process's CPU time per proxied request is printed too: on a loaded
+machine wall-clock differences are noisy, CPU time much less so. Target: p50 added ≤ 2 ms at 1 client.
 
 Run: ``PYTHONPATH=. python bench/proxy.py [--requests 400]``. Last line:
 ``proxy p50_added_ms_1 X.XX``.
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -113,12 +115,39 @@ async def run(url: str, body: bytes, n: int, clients: int, stream: bool) -> list
     return out
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def alternate(direct: tuple[str, bytes], proxied: tuple[str, bytes], n: int, stream: bool,
+                    cpu: Any) -> dict[str, Any]:
+    """One client, direct and proxied requests alternating, so machine noise lands on both alike."""
+    got: dict[str, Any] = {"direct": [], "proxied": [], "cpu": 0.0}
+    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    async with httpx.AsyncClient(headers=headers, timeout=60) as client:
+        await one(client, *direct, stream)
+        await one(client, *proxied, stream)
+        c0 = cpu()  # the proxy idles during direct requests: all its CPU here is for proxied ones
+        for _ in range(n):
+            got["direct"].append(await one(client, *direct, stream))
+            got["proxied"].append(await one(client, *proxied, stream))
+        got["cpu"] = (cpu() - c0) / n
+    return got
+
+
 def measure(direct: tuple[str, bytes], proxied: tuple[str, bytes], n: int, clients: int, stream: bool,
-            blocks: int = 4) -> dict[str, list[float]]:
-    got: dict[str, list[float]] = {"direct": [], "proxied": []}
+            cpu: Any, blocks: int = 8) -> dict[str, Any]:
+    if clients == 1:
+        return asyncio.run(alternate(direct, proxied, n, stream, cpu))
+    got: dict[str, Any] = {"direct": [], "proxied": [], "cpu": 0.0}
     for _ in range(blocks):  # interleaved, so machine noise lands on both
         got["direct"] += asyncio.run(run(*direct, n // blocks, clients, stream))
+        c0 = cpu()
         got["proxied"] += asyncio.run(run(*proxied, n // blocks, clients, stream))
+        got["cpu"] += cpu() - c0
+    got["cpu"] /= max(1, len(got["proxied"]))
     return got
 
 
@@ -142,9 +171,10 @@ def main() -> None:
             forwarded = log[-1]["body"]
             assert sum(1 for m in forwarded["messages"] if m.get("reasoning_content")) == 6, "all six restored"
             rows = []
+            cpu = partial(cpu_s, px.pid)
             short = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
             got = measure((f"{emu_url}/chat/completions", orjson.dumps(short)),
-                          (f"{proxy_url}/chat/completions", orjson.dumps(short)), a.requests, 1, False)
+                          (f"{proxy_url}/chat/completions", orjson.dumps(short)), a.requests, 1, False, cpu)
             rows.append((1, "relay", got))
             for clients in (1, 32):
                 for stream in (False, True):
@@ -152,21 +182,24 @@ def main() -> None:
                     d = (f"{emu_url}/chat/completions", orjson.dumps({**forwarded, **extra}))
                     p = (f"{proxy_url}/chat/completions", orjson.dumps({**client_body, **extra}))
                     n = a.requests if clients == 1 else max(a.requests, 32 * 10)
-                    got = measure(d, p, n, clients, stream)
+                    got = measure(d, p, n, clients, stream, cpu)
                     rows.append((clients, "ttfb" if stream else "json", got))
         finally:
             for proc in (px, emu):
                 proc.terminate()
                 proc.wait(timeout=10)
     print(f"{'clients':>7} {'mode':8} {'direct p50':>10} {'p99':>7} {'proxied p50':>11} {'p99':>7} "
-          f"{'added p50':>9} {'p99':>7}  (ms)")
+          f"{'added p50':>9} {'p99':>7} {'proxy CPU/req':>13}  (ms)")
     figures: dict[tuple[int, str], tuple[float, float]] = {}
     for clients, mode, got in rows:
         d50, d99 = pct(got["direct"], 50) * 1e3, pct(got["direct"], 99) * 1e3
         p50, p99 = pct(got["proxied"], 50) * 1e3, pct(got["proxied"], 99) * 1e3
         figures[(clients, mode)] = (p50 - d50, p99 - d99)
-        print(f"{clients:>7} {mode:8} {d50:10.2f} {d99:7.2f} {p50:11.2f} {p99:7.2f} {p50 - d50:9.2f} {p99 - d99:7.2f}")
-    print("(relay: a one-message request, nothing to restore — the HTTP hop alone)")
+        print(f"{clients:>7} {mode:8} {d50:10.2f} {d99:7.2f} {p50:11.2f} {p99:7.2f} {p50 - d50:9.2f} {p99 - d99:7.2f}"
+              f" {got['cpu'] * 1e3:13.2f}")
+    print("(relay: a one-message request, nothing to restore — the HTTP hop alone; proxy CPU/req: CPU time\n"
+          " the proxy process spent per proxied request, the part of the added latency load cannot inflate)")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"proxy p99_added_ms_32 {figures[(32, 'json')][1]:.2f}")
     print(f"proxy stream_ttfb_added_ms_1 {figures[(1, 'ttfb')][0]:.2f}")
     print(f"proxy p50_added_ms_1 {figures[(1, 'json')][0]:.2f}")
