@@ -452,3 +452,22 @@ def test_web_pages_cannot_use_the_proxy(emulator: Any) -> None:
         assert len(emulator.requests("deepseek")) == before
         r = httpx.post(f"{px.url('deepseek')}/chat/completions", json=body, headers={"authorization": "Bearer k"})
         assert r.status_code == 200
+
+
+def test_a_custom_route_from_routes_toml_is_served(hermes_home: Path) -> None:
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "routes.toml").write_text(
+        '[[route]]\nkey = "mylab"\nwire = "openai_chat"\ncarriers = ["reasoning_content"]\nmust_echo = true\n')
+    body = {"model": "lab-model", "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "r"}]}
+    path = hermes_home / "lab.json"
+    path.write_bytes(orjson.dumps(body))
+    r = cli(hermes_home, "proxy", "--dry-run", str(path), "--route", "mylab", check=False)
+    assert r.returncode != 0 and "--upstream mylab=URL" in r.stderr, "a row without a base URL needs one"
+    out = orjson.loads(cli(hermes_home, "proxy", "--dry-run", str(path), "--route", "mylab",
+                           "--upstream", "mylab=http://10.0.0.5:8000/v1").stdout)
+    assert out["route"] == "mylab" and out["upstream"] == "http://10.0.0.5:8000/v1/chat/completions"
+    assert out["body"]["messages"][1]["reasoning_content"] == PAD, "the row's own must-echo rule"
