@@ -88,7 +88,9 @@ class Proxy:
         self.options = options
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(options.timeout_s, connect=30.0),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            # idle upstream connections are dropped before common 5 s server keep-alives end,
+            # so a reused one is not closed under a request
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=4.0),
             follow_redirects=False)
         self._rows: dict[str, tuple[Row, str]] = {}
         self.pending: dict[tuple[str, str], Message] = {}
