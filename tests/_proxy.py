@@ -16,6 +16,8 @@ TOOLS = [{"type": "function", "function": {
     "name": "list_files", "description": "List the files under a path.",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
 RESULT = "README.md hermes/ tests/"
+ASK = {"reasoning": {"enabled": True}}
+"""How an OpenRouter client asks for reasoning (Claude there thinks only when asked)."""
 
 
 @contextmanager
@@ -34,14 +36,16 @@ def running_proxy(emu: Any, bounds: Bounds = Bounds(), **upstreams: str) -> Iter
         store.close()
 
 
-def openai_step(client: Any, model: str, messages: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
+def openai_step(client: Any, model: str, messages: list[dict[str, Any]], stream: bool,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """One model call; the assistant message appended the way most client code does it."""
     if not stream:
-        resp = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
+        resp = client.chat.completions.create(model=model, messages=messages, tools=TOOLS, extra_body=extra)
         return dict(resp.choices[0].message.model_dump(include={"role", "content", "tool_calls"}))
     content = ""
     calls: dict[int, dict[str, Any]] = {}
-    for chunk in client.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True):
+    for chunk in client.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True,
+                                                extra_body=extra):
         if not chunk.choices:
             continue
         delta = chunk.choices[0].delta
@@ -59,13 +63,14 @@ def openai_step(client: Any, model: str, messages: list[dict[str, Any]], stream:
 
 
 def openai_loop(client: Any, model: str, questions: tuple[str, ...], stream: bool,
-                messages: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                messages: list[dict[str, Any]] | None = None, extra: dict[str, Any] | None = None
+                ) -> list[dict[str, Any]]:
     """A multi-step tool loop per question with the official SDK; raises on any rejection."""
     messages = messages if messages is not None else []
     for q in questions:
         messages.append({"role": "user", "content": q})
         for _ in range(4):
-            msg = openai_step(client, model, messages, stream)
+            msg = openai_step(client, model, messages, stream, extra)
             messages.append(msg)
             if not msg.get("tool_calls"):
                 break
@@ -74,13 +79,14 @@ def openai_loop(client: Any, model: str, questions: tuple[str, ...], stream: boo
     return messages
 
 
-def langchain_loop(base_url: str, model: str, questions: tuple[str, ...], stream: bool) -> list[Any]:
+def langchain_loop(base_url: str, model: str, questions: tuple[str, ...], stream: bool,
+                   extra: dict[str, Any] | None = None) -> list[Any]:
     """The same loop with langchain-openai's ChatOpenAI, as its docs show it."""
     from langchain_core.messages import HumanMessage, ToolMessage
     from langchain_openai import ChatOpenAI
 
     llm = ChatOpenAI(base_url=base_url, api_key="sk-langchain-client", model=model, max_retries=0,
-                     streaming=stream).bind_tools(TOOLS)
+                     streaming=stream, extra_body=extra).bind_tools(TOOLS)
     msgs: list[Any] = []
     for q in questions:
         msgs.append(HumanMessage(q))

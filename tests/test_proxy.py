@@ -19,7 +19,7 @@ import openai
 import orjson
 import pytest
 from _cli import cli
-from _proxy import RESULT, TOOLS, openai_loop, openai_step, running_proxy
+from _proxy import ASK, RESULT, TOOLS, openai_loop, openai_step, running_proxy
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -193,7 +193,7 @@ def test_unknown_field_rejection_is_learned_and_retried_once(emulator: Any) -> N
     try:
         with running_proxy(emulator) as px:
             before = len(emulator.requests("openrouter"))
-            openai_loop(_client(px, "openrouter"), model, ("drifted provider", "again"), False)
+            openai_loop(_client(px, "openrouter"), model, ("drifted provider", "again"), False, extra=ASK)
             sent = emulator.requests("openrouter")[before:]
             caps = px.store.capabilities("openrouter", "127.0.0.1", model)
     finally:

@@ -15,7 +15,7 @@ from typing import Any
 
 import openai
 import pytest
-from _proxy import langchain_loop, openai_loop, running_proxy
+from _proxy import ASK, langchain_loop, openai_loop, running_proxy
 
 from hermes.proxy.rewrite import REASONING_KEYS
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD
@@ -70,11 +70,12 @@ def proxy(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
 
 
 def _run(client: str, base: str, model: str, stream: bool) -> None:
+    extra = ASK if "/openrouter" in base else None  # how OpenRouter clients ask for reasoning
     if client == "openai":
         openai_loop(openai.OpenAI(base_url=base, api_key="sk-openai-client", max_retries=0), model, QUESTIONS,
-                    stream)
+                    stream, extra=extra)
     else:
-        langchain_loop(base, model, QUESTIONS, stream)
+        langchain_loop(base, model, QUESTIONS, stream, extra)
 
 
 def _footprint(m: dict[str, Any]) -> set[str]:

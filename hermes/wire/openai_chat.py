@@ -486,4 +486,4 @@ def decode_event(event: str, data: str) -> list[Delta]:
 def render_message(pm: PlannedMessage, route: Any) -> list[dict[str, Any]]:
     """One planned message as the chat messages ``to_wire`` would send for it (``hermes proxy``
     takes the reasoning keys from here, so it never places a field differently)."""
-    return _render(pm, "reasoning_opaque" in route.native)
+    return _render(pm, route.call_signature)
