@@ -3,6 +3,12 @@
 It records which reasoning went where — route, host, model, and per carrier field the number
 of messages, total characters and short hashes of blobs — never reasoning text, blob values or
 keys. Files rotate at 5 MB (3 kept) and are created 0600. ``hermes logs`` reads them back.
+
+A ``request`` record also carries the planner's decision for every assistant message it
+replayed (``turns``: ``[stored index, [[action, fields, reason number], ...]]`` with the
+reason strings once each in ``reasons``) and ``window`` (the first stored index sent; earlier
+messages were cut by a compaction checkpoint). That is what the web view's request matrix
+draws. Reasons name routes, hosts and models, never reasoning text or blob values.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from .errors import redact
 from .messages import Reasoning
 from .paths import logs_dir
 
-__all__ = ["LOG_NAME", "log_event", "plan_summary", "read_log"]
+__all__ = ["LOG_NAME", "carried_summary", "log_event", "plan_summary", "read_log"]
 
 LOG_NAME = "hermes.log"
 _logger: logging.Logger | None = None
@@ -45,7 +51,12 @@ def plan_summary(plan: Any) -> dict[str, Any]:
             f["hashes"].append(_short(blob))
 
     pads = 0
+    reasons: dict[str, int] = {}
+    turns: list[list[Any]] = []
     for m in plan.messages:
+        if m.role == "assistant":
+            turns.append([m.index, [[d.action, ",".join(d.fields), reasons.setdefault(d.reason, len(reasons))]
+                                    for d in m.decisions]])
         for name, value in m.fields.items():
             raw = value if isinstance(value, str) else orjson.dumps(value).decode()
             add(name, len(raw), raw if name in ("reasoning_details", "reasoning_opaque", "extra_content") else None)
@@ -62,7 +73,27 @@ def plan_summary(plan: Any) -> dict[str, Any]:
             fields.setdefault("dropped_parts", {"messages": 0, "chars": 0, "hashes": []})["messages"] += dropped
     t = plan.target
     return {"route": t.route.key, "host": t.host, "model": t.model, "wire": t.route.wire,
-            "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking}
+            "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,
+            "window": plan.messages[0].index if plan.messages else 0,
+            "turns": turns, "reasons": list(reasons), "notes": list(plan.notes)}
+
+
+_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
+
+
+def carried_summary(rec: Mapping[str, Any]) -> str:
+    """One short phrase for what a ``request`` record carried (``hermes logs``, the live view)."""
+    bits = []
+    for name, f in (rec.get("fields") or {}).items():
+        label = _SHORT.get(name, name)
+        hashes = f" #{','.join(f['hashes'][:2])}" if f.get("hashes") else ""
+        bits.append(f"{label} {f['messages']}×{f['chars']}ch{hashes}" if name != "dropped_parts"
+                    else f"dropped {f['messages']}")
+    if rec.get("pads"):
+        bits.append(f"pad×{rec['pads']}")
+    if rec.get("switches"):
+        bits.append("switches " + ",".join(rec["switches"]))
+    return "; ".join(bits) or "no reasoning"
 
 
 def _get_logger() -> logging.Logger:

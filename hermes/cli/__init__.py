@@ -28,6 +28,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("hermes.cli.demo", "demo", "Offline tour: a multi-route session against the emulators."),
     "gateway": ("hermes.cli.gateway", "gateway", "Serve Hermes sessions over HTTP."),
     "mcp": ("hermes.cli.mcp_cmd", "mcp", "MCP servers from config.toml and the tools they offer."),
+    "ui": ("hermes.cli.ui", "ui", "Web view of sessions and every request's reasoning (loopback)."),
 }
 
 

@@ -1,0 +1,89 @@
+"""Who may see the web view: the API's token, carried as a cookie after a login form, or —
+when no token is configured — loopback clients only.
+
+* With a token: ``Authorization: Bearer`` (checked by the gateway's own ``require_auth``) or
+  the ``hermes_ui`` cookie the login form sets: HttpOnly (no script can read it), SameSite=
+  Strict (no other site's page can make the browser send it), Path limited to the UI, so the
+  JSON API, which reads only the header, never accepts it and gains no CSRF surface.
+* Without a token: the peer address must be loopback **and** the Host header must name a
+  loopback host. The second check stops DNS rebinding, where a web page on some other name
+  that resolves to 127.0.0.1 would otherwise read this loopback server from the victim's browser.
+* Every POST (login, logout) whose Origin names another host is refused.
+
+``extra`` is a hook for the gateway's Host/Origin rules: any callable that raises to refuse a
+request is run before ours.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+
+from ..gateway.http import ApiError, require_auth
+
+__all__ = ["COOKIE", "Guard", "is_loopback_host", "safe_next"]
+
+COOKIE = "hermes_ui"
+
+
+def is_loopback_host(host: str) -> bool:
+    """``localhost``, ``127.0.0.0/8`` or ``::1``, with or without a port (Host header form)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        host = host[1:].split("]", 1)[0]
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def safe_next(value: str | None, base: str) -> str:
+    """Where to go after login: only a path inside the UI (no open redirect)."""
+    if value and value.startswith(base + "/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return base + "/"
+
+
+class Guard:
+    def __init__(self, token: str | None, extra: Callable[[Request], None] | None = None) -> None:
+        self.token = token or None
+        self.extra = extra
+
+    def check(self, request: Request) -> None:
+        """Raise ``ApiError`` (401 login needed, 403 refused) unless the request may see the UI."""
+        if self.extra is not None:
+            self.extra(request)
+        if self.token is None:
+            peer = request.client.host if request.client else ""
+            if not (is_loopback_host(peer) and is_loopback_host(request.headers.get("host", ""))):
+                raise ApiError(403, "forbidden", "this server has no token, so it answers loopback only "
+                                                 "(a loopback address and a loopback Host header)")
+            return
+        if self.cookie_ok(request):
+            return
+        require_auth(request, self.token)
+
+    def cookie_ok(self, request: Request) -> bool:
+        given = request.cookies.get(COOKIE, "")
+        return bool(self.token) and bool(given) and self.matches(given)
+
+    def matches(self, given: str) -> bool:
+        assert self.token is not None
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    @staticmethod
+    def same_origin(request: Request) -> None:
+        """Refuse a cross-site form post (the login form must come from this server's page)."""
+        origin = request.headers.get("origin")
+        if origin is None:  # not a browser form post from another page (curl, or same-origin navigation)
+            return
+        if urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower():
+            raise ApiError(403, "forbidden", "cross-origin form post refused")

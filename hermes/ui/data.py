@@ -1,0 +1,230 @@
+"""What the pages show, computed from the store and the request log: pure functions, no HTTP.
+
+Three view models:
+
+* ``session_rows`` — the searchable session list;
+* ``timeline`` — one session's messages in order with branch points and checkpoints placed
+  where they happen (built on ``views.session_view``, so blobs are kind, size and hash only);
+* ``request_matrix`` — assistant turns × the carriers each request used, from the planner's
+  per-message decisions that ``logs.plan_summary`` records.
+
+Nothing here returns a blob value or a key; templates escape every string they print.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..logs import carried_summary
+from ..views import session_view
+
+__all__ = ["Cell", "Column", "Matrix", "live_record", "request_matrix", "session_rows", "timeline", "when"]
+
+ACTION_LABEL = {"field": "sent", "native": "sent", "pad": "padded", "text": "text", "drop": "dropped"}
+"""Planner action → the chip a reader sees: sent as is, a must-echo placeholder, reduced to
+readable text, or left out."""
+
+
+def when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else ""
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+def session_rows(store: Any, query: str = "", limit: int = 500) -> list[dict[str, Any]]:
+    """Newest first; ``query`` matches (case-insensitively) id, title, route, model or parent."""
+    q = query.strip().lower()
+    rows = []
+    for s in store.list_sessions(limit):
+        hay = " ".join((s.id, s.title, s.provider, s.model, s.parent_id or "")).lower()
+        if q and q not in hay:
+            continue
+        rows.append({"id": s.id, "title": s.title, "provider": s.provider, "model": s.model,
+                     "turns": s.turn_count, "messages": s.message_count, "updated": when(s.updated),
+                     "parent_id": s.parent_id, "branch_of_seq": s.branch_of_seq, "search": hay})
+    return rows
+
+
+# ----------------------------------------------------------------------------- timeline
+
+
+def _reasoning_item(part: Mapping[str, Any]) -> dict[str, Any]:
+    o = part.get("origin") or {}
+    blob = part.get("blob")
+    native = part.get("native") or {}
+    natives = []
+    for name, value in native.items():
+        if isinstance(value, dict) and "sha256" in value:
+            natives.append({"name": name, "chars": value["chars"], "sha256": value["sha256"]})
+        elif name == "tool_signatures":
+            natives += [{"name": f"tool_signature {cid}", "chars": s["chars"], "sha256": s["sha256"]}
+                        for cid, s in value]
+        elif name == "reasoning_text":
+            natives.append({"name": name, "chars": len(value) if isinstance(value, str) else value.get("chars", 0),
+                            "sha256": ""})
+    return {"kind": "reasoning", "text": part.get("text", ""), "chars": len(part.get("text", "")),
+            "origin": f"{o.get('provider')}@{o.get('host')}/{o.get('model')}", "wire": o.get("wire", ""),
+            "blob": blob, "natives": natives, "item_id": part.get("item_id")}
+
+
+def timeline(store: Any, session_id: str, *, children_limit: int = 1000) -> dict[str, Any]:
+    """The session view plus, after each message, the branches taken from it (and, for a
+    branch, the point it left its parent)."""
+    view = session_view(store, session_id, full=True)
+    info = view["session"]
+    branches: dict[int, list[dict[str, Any]]] = {}
+    for s in store.list_sessions(children_limit):
+        if s.parent_id == info["id"] and s.branch_of_seq is not None:
+            branches.setdefault(s.branch_of_seq, []).append(
+                {"id": s.id, "title": s.title, "provider": s.provider, "model": s.model, "turns": s.turn_count})
+    items = []
+    for m in view["messages"]:
+        parts = []
+        for p in m["parts"]:
+            if p["kind"] == "reasoning":
+                parts.append(_reasoning_item(p))
+            else:
+                parts.append(p)
+        items.append({"seq": m["seq"], "role": m["role"], "parts": parts, "carriers": m.get("carriers", []),
+                      "checkpoint": any(p["kind"] == "compaction" for p in parts),
+                      "inherited": info["branch_of_seq"] is not None and m["seq"] <= info["branch_of_seq"],
+                      "branches": branches.get(m["seq"], [])})
+    info = {**info, "created": when(info["created"]), "updated": when(info["updated"])}
+    return {"session": info, "items": items}
+
+
+# ----------------------------------------------------------------------------- request matrix
+
+
+@dataclass
+class Cell:
+    action: str
+    """``sent`` / ``padded`` / ``text`` / ``dropped`` (see ``ACTION_LABEL``), or ``cut``."""
+    reason: str
+
+
+@dataclass
+class Column:
+    """One request: its route and status, and per carrier the cells of each assistant turn."""
+
+    n: int
+    event: str
+    ts: str
+    route: str
+    model: str
+    host: str
+    step: Any
+    status: int
+    ms: Any
+    carriers: list[str] = field(default_factory=list)
+    cells: dict[int, dict[str, Cell]] = field(default_factory=dict)
+    """stored message index → carrier → cell."""
+    window: int = 0
+    sent: set[int] = field(default_factory=set)
+    switch: bool = False
+    retry: bool = False
+    learned: list[str] = field(default_factory=list)
+    error: str = ""
+    notes: list[str] = field(default_factory=list)
+    legacy: str = ""
+    """For records written before per-message decisions were logged: the aggregate summary."""
+
+
+@dataclass
+class Matrix:
+    rows: list[int]
+    columns: list[Column]
+
+
+DROPPED = "dropped"
+
+
+def _column(n: int, rec: Mapping[str, Any]) -> Column:
+    col = Column(n, str(rec.get("event")), when(rec.get("ts")), str(rec.get("route")), str(rec.get("model")),
+                 str(rec.get("host")), rec.get("step"), int(rec.get("status") or 200), rec.get("ms"),
+                 window=int(rec.get("window") or 0), notes=list(rec.get("notes") or []),
+                 error=str(rec.get("error") or "") if rec.get("event") == "request_failed" else "")
+    reasons: Sequence[str] = rec.get("reasons") or []
+    if "turns" not in rec:
+        col.legacy = carried_summary(rec) if rec.get("event") == "request" else ""
+    for index, decisions in rec.get("turns") or []:
+        col.sent.add(index)
+        for action, fields, reason_no in decisions:
+            reason = reasons[reason_no] if 0 <= reason_no < len(reasons) else ""
+            label = ACTION_LABEL.get(action, action)
+            for carrier in (fields.split(",") if fields and action != "drop" else [DROPPED]):
+                if carrier not in col.carriers:
+                    col.carriers.append(carrier)
+                cell = col.cells.setdefault(index, {}).get(carrier)
+                if cell is None:
+                    col.cells[index][carrier] = Cell(label, reason)
+                elif reason not in cell.reason:
+                    cell.reason += f"; {reason}"
+    if DROPPED in col.carriers:  # the catch-all column last
+        col.carriers.remove(DROPPED)
+        col.carriers.append(DROPPED)
+    return col
+
+
+def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterable[int]) -> Matrix:
+    """Columns in log order. A column is marked ``switch`` when its route or model differs
+    from the one before, ``retry`` when it follows a learned rejection in the same step;
+    a failed request carries what was learned from it."""
+    columns: list[Column] = []
+    rows = set(assistant_rows)
+    learned_step: Any = None
+    for rec in records:
+        event = rec.get("event")
+        if event == "learned":
+            dropped = ", ".join(rec.get("dropped") or [])
+            what = f"stop sending {dropped}" if dropped else f"suppress {rec.get('suppressed', 0)} blob(s)"
+            if columns:
+                columns[-1].learned.append(f"learned after HTTP {rec.get('status')}: {what}")
+            learned_step = columns[-1].step if columns else None
+            continue
+        if event not in ("request", "request_failed"):
+            continue
+        col = _column(len(columns) + 1, rec)
+        prev = columns[-1] if columns else None
+        col.switch = prev is not None and (prev.route, prev.model, prev.host) != (col.route, col.model, col.host)
+        col.retry = learned_step is not None and learned_step == col.step
+        learned_step = None
+        rows |= col.sent
+        columns.append(col)
+    for col in columns:  # turns a checkpoint had cut from this request
+        for index in rows:
+            if index < col.window and index not in col.sent:
+                col.cells.setdefault(index, {})["cut"] = Cell("cut", "before the compaction checkpoint: not sent")
+        if any("cut" in c for c in col.cells.values()) and "cut" not in col.carriers:
+            col.carriers.insert(0, "cut")
+    return Matrix(sorted(rows), columns)
+
+
+# ----------------------------------------------------------------------------- live
+
+
+def live_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """What the live tail shows of one log record: where, status, latency, what was carried.
+    Proxy records may say what was ``restored`` / ``stripped``; shown as given (counts/names)."""
+    event = str(rec.get("event"))
+    if event == "request":
+        what = carried_summary(rec)
+    elif event == "learned":
+        what = "learned: stop sending " + (", ".join(rec.get("dropped") or []) or f"{rec.get('suppressed', 0)} blob(s)")
+    elif event == "request_failed":
+        what = str(rec.get("error") or "")[:200]
+    else:
+        what = ""
+    for key in ("restored", "stripped"):
+        if rec.get(key):
+            value = rec[key]
+            shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+            what = f"{what}; {key} {shown}".lstrip("; ")
+    status = rec.get("status") or (200 if event == "request" else "")
+    return {"ts": when(rec.get("ts")), "event": event, "session": rec.get("session") or "",
+            "route": f"{rec.get('route') or ''}", "model": f"{rec.get('model') or ''}",
+            "status": status, "ms": rec.get("ms", ""), "step": rec.get("step", ""), "what": what}
