@@ -1,0 +1,243 @@
+"""The web view without a browser: who may see it, what the request matrix makes of the log,
+the live tail's resume, the log's per-turn decisions, and `hermes ui` as a process.
+
+The browser half (login, chips, branch, live) is tests/test_ui_browser.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from hermes.config import Config
+from hermes.gateway.app import GatewayOptions, create_app
+from hermes.logs import plan_summary
+from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.replay import plan_replay
+from hermes.resolve import resolve
+from hermes.store import Store
+from hermes.ui import create_ui
+from hermes.ui.auth import is_loopback_host, safe_next
+from hermes.ui.data import request_matrix
+from hermes.ui.live import tail_events
+
+TOKEN = "ui-test-token-0123456789abcdef"
+LOOP = ("127.0.0.1", 50000)
+
+
+def client(app: Any, *, host: str = "127.0.0.1:8643", peer: tuple[str, int] = LOOP) -> TestClient:
+    return TestClient(app, base_url=f"http://{host}", client=peer, follow_redirects=False)
+
+
+@pytest.fixture
+def store(hermes_home: Path) -> Store:
+    s = Store()
+    sid = s.create_session(provider="deepseek", model="deepseek-v4", title="hello")
+    origin = RouteKey("deepseek", "api.deepseek.com", "deepseek-v4", "openai_chat")
+    s.append_turn(sid, [Message.user("hi <b>there</b>"),
+                        Message("assistant", (Reasoning("think <script>alert(1)</script>", origin),
+                                              Text("answer")))])
+    return s
+
+
+# ----------------------------------------------------------------------------- access
+
+
+def test_tokenless_answers_loopback_only_and_refuses_rebinding_hosts(store: Store) -> None:
+    app = create_ui(store)
+    assert client(app).get("/").status_code == 200
+    assert client(app, host="localhost:8643").get("/").status_code == 200
+    # DNS rebinding: a name that resolves to 127.0.0.1 but is not a loopback name
+    assert client(app, host="attacker.example:8643").get("/").status_code == 403
+    assert client(app, peer=("10.0.0.5", 1234)).get("/").status_code == 403
+
+
+def test_token_login_sets_httponly_strict_cookie_scoped_to_the_ui(store: Store) -> None:
+    app = create_ui(store, token=TOKEN)
+    c = client(app)
+    r = c.get("/s/x", headers={"accept": "text/html"})
+    assert r.status_code == 303 and r.headers["location"] == "/login?next=/s/x"
+    assert c.get("/").status_code == 401  # not a browser: no redirect, an error
+    bad = c.post("/login", content="token=nope&next=/s/x", headers={"content-type": "application/x-www-form-urlencoded"})
+    assert bad.status_code == 401 and "set-cookie" not in bad.headers
+    ok = c.post("/login", content=f"token={TOKEN}&next=https://evil.example/", headers={
+        "content-type": "application/x-www-form-urlencoded"})
+    assert ok.status_code == 303 and ok.headers["location"] == "/"  # no open redirect
+    cookie = ok.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+    assert c.get("/").status_code == 200  # the cookie now rides along
+    assert client(app).get("/", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_cross_origin_login_post_is_refused(store: Store) -> None:
+    c = client(create_ui(store, token=TOKEN))
+    r = c.post("/login", content=f"token={TOKEN}", headers={
+        "content-type": "application/x-www-form-urlencoded", "origin": "http://evil.example"})
+    assert r.status_code == 403 and "set-cookie" not in r.headers
+
+
+def test_gateway_mounts_the_ui_behind_its_token_and_the_api_ignores_the_cookie(store: Store) -> None:
+    app = create_app(store, Config(), GatewayOptions(token=TOKEN, toolbox=lambda: _no_tools()))
+    with client(app) as c:
+        assert c.get("/ui/").status_code == 401
+        r = c.post("/ui/login", content=f"token={TOKEN}", headers={"content-type": "application/x-www-form-urlencoded"})
+        assert r.status_code == 303 and "path=/ui/" in r.headers["set-cookie"].lower()
+        assert c.get("/ui/").status_code == 200
+        sid = store.list_sessions()[0].id
+        assert c.get(f"/v1/sessions/{sid}").status_code == 401  # the cookie is no API credential
+
+
+def _no_tools() -> Any:
+    from hermes.tools import Toolbox
+
+    return Toolbox([])
+
+
+def test_headers_forbid_inline_script_and_model_text_is_escaped(store: Store) -> None:
+    c = client(create_ui(store))
+    sid = store.list_sessions()[0].id
+    r = c.get(f"/s/{sid}")
+    assert "script-src 'self'" in r.headers["content-security-policy"]
+    assert "<script>alert(1)" not in r.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
+    assert "&lt;b&gt;there&lt;/b&gt;" in r.text
+    assert c.get(f"/s/{sid[:4]}").status_code == 404  # exact ids only in URLs
+    assert c.get("/static/../app.py").status_code == 404
+
+
+@given(st.text(max_size=30))
+def test_loopback_host_names(host: str) -> None:
+    if is_loopback_host(host):
+        h = host.strip().lower()
+        assert h.startswith(("127.", "localhost", "[::1]", "::1", "0:0:0:0:0:0:0:1", "[0:")) or ".localhost" in h
+    for yes in ("127.0.0.1", "127.0.0.1:80", "localhost:1", "[::1]:8080", "::1"):
+        assert is_loopback_host(yes)
+    for no in ("127.0.0.1.nip.io", "evil.com", "[::2]:80", "0.0.0.0", ""):
+        assert not is_loopback_host(no)
+
+
+@given(st.text(max_size=40))
+def test_next_never_leaves_the_ui(value: str) -> None:
+    got = safe_next(value, "/ui")
+    assert got.startswith("/ui/") and not got.startswith("//")
+
+
+# ----------------------------------------------------------------------------- the request log
+
+
+def test_log_records_each_assistant_turn_decision_as_the_planner_made_it() -> None:
+    ds = RouteKey("deepseek", "api.deepseek.com", "deepseek-v4", "openai_chat")
+    history = [Message.user("q"),
+               Message("assistant", (Reasoning("why", ds), ToolCall("c1", "f", "{}"))),
+               Message("tool", (ToolResult("c1", "ok"),)), Message("assistant", (Text("plain"),))]
+    for route in ("deepseek", "anthropic", "mistral"):
+        target = resolve(route, None, {"deepseek": "deepseek-v4", "anthropic": "claude-opus-5",
+                                       "mistral": "mistral-medium-latest"}[route])
+        plan = plan_replay(history, target)
+        rec = orjson.loads(orjson.dumps(plan_summary(plan)))
+        want = [[m.index, [[d.action, ",".join(d.fields), d.reason] for d in m.decisions]]
+                for m in plan.messages if m.role == "assistant"]
+        got = [[i, [[a, f, rec["reasons"][n]] for a, f, n in ds_]] for i, ds_ in rec["turns"]]
+        assert got == want and [i for i, _ in got] == [1, 3]
+        assert "why" not in orjson.dumps(rec).decode()  # decisions, never reasoning text
+
+
+def rec(event: str, **kw: Any) -> dict[str, Any]:
+    return {"event": event, "ts": 1.0, "route": "deepseek", "model": "m", "host": "h", "step": 0, **kw}
+
+
+def test_matrix_marks_switches_retries_learned_and_checkpoint_cuts() -> None:
+    reasons = ["as carried by this route", "must echo", "takes only signed reasoning"]
+    records = [
+        rec("request", turns=[], reasons=[]),
+        rec("request", step=1, turns=[[1, [["field", "reasoning_content", 0]]]], reasons=reasons),
+        rec("request_failed", route="openrouter", status=400, turns=[[1, [["field", "reasoning_details", 0]]]],
+            reasons=reasons, error="bad"),
+        rec("learned", route="openrouter", dropped=["reasoning_details"], status=400),
+        rec("request", route="openrouter", turns=[[1, [["pad", "reasoning_content", 1]]]], reasons=reasons),
+        rec("request", route="anthropic", window=3, turns=[[3, [["drop", "", 2]]]], reasons=reasons),
+        rec("request", route="anthropic", fields={"reasoning_content": {"messages": 1, "chars": 3, "hashes": []}}),
+    ]
+    m = request_matrix(records, [1, 3])
+    assert m.rows == [1, 3]
+    first, b, failed, retry, blocks, legacy = m.columns
+    assert first.carriers == [] and not first.cells  # the first request: no assistant turn yet
+    assert [c.switch for c in m.columns] == [False, False, True, False, True, False]
+    assert failed.status == 400 and failed.learned == ["learned after HTTP 400: stop sending reasoning_details"]
+    assert retry.retry and not failed.retry and not blocks.retry
+    assert b.cells[1]["reasoning_content"].action == "sent"
+    assert retry.cells[1]["reasoning_content"].action == "padded"
+    assert retry.cells[1]["reasoning_content"].reason == "must echo"
+    assert blocks.cells[3]["dropped"].reason == "takes only signed reasoning"
+    assert blocks.cells[1]["cut"].action == "cut" and blocks.carriers[0] == "cut"
+    assert legacy.legacy.startswith("RC 1×3ch") and not legacy.cells
+
+
+# ----------------------------------------------------------------------------- live tail
+
+
+def test_live_tail_sends_new_records_only_and_resumes_at_last_event_id(tmp_path: Path) -> None:
+    log = tmp_path / "hermes.log"
+    log.write_bytes(b"".join(orjson.dumps({"event": "request", "session": f"old{i}"}) + b"\n" for i in range(3)))
+
+    async def collect(last_id: str | None, backlog: int, append: list[bytes]) -> list[str]:
+        out: list[str] = []
+
+        async def writer() -> None:
+            await asyncio.sleep(0.05)
+            with log.open("ab") as f:
+                for line in append:
+                    f.write(line)
+
+        task = asyncio.ensure_future(writer())
+        async for chunk in tail_events(log, last_id=last_id, session="s1", shape=lambda r: r, backlog=backlog,
+                                       poll_s=0.02, lifetime_s=0.3):
+            out.append(chunk.decode())
+        await task
+        return out
+
+    new = [orjson.dumps({"event": "request", "session": "s1", "n": 1}) + b"\n",
+           orjson.dumps({"event": "request", "session": "other"}) + b"\n",
+           b'{"event": "request", "session": "s1", "n": 2}']  # unterminated: still being written
+    chunks = asyncio.run(collect(None, 0, new))
+    records = [orjson.loads(c.split("data: ", 1)[1]) for c in chunks if "data: " in c]
+    assert [r.get("n") for r in records] == [1]
+    last = next(c for c in chunks if "data: " in c).split("\n", 1)[0].removeprefix("id: ")
+    with log.open("ab") as f:
+        f.write(b"\n")
+    again = asyncio.run(collect(last, 0, []))
+    assert [orjson.loads(c.split("data: ", 1)[1])["n"] for c in again if "data: " in c] == [2]
+
+
+# ----------------------------------------------------------------------------- hermes ui
+
+
+def test_hermes_ui_prints_a_loopback_url_and_serves_this_home(store: Store, hermes_home: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "ui", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip() if proc.stdout else ""
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/ui/")
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                page = httpx.get(url, timeout=5)
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert page.status_code == 200 and store.list_sessions()[0].id in page.text
+        assert httpx.get(url.removesuffix("ui/"), follow_redirects=True).url == url  # / leads to the UI
+    finally:
+        proc.terminate()
+        proc.wait(10)
