@@ -241,3 +241,25 @@ def test_hermes_ui_prints_a_loopback_url_and_serves_this_home(store: Store, herm
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_checkpoint_is_drawn_and_the_matrix_cuts_what_it_replaced(store: Store) -> None:
+    from hermes.logs import log_event
+    from hermes.messages import Compaction
+
+    sid = store.list_sessions()[0].id
+    ds = RouteKey("deepseek", "api.deepseek.com", "deepseek-v4", "openai_chat")
+    store.append_turn(sid, [Message("user", (Compaction("summary of <i>it</i>", 2),))])
+    store.append_turn(sid, [Message.user("next"), Message("assistant", (Reasoning("later", ds), Text("ok")))])
+    history = store.load(sid)
+    plan = plan_replay(history, resolve("deepseek", None, "deepseek-v4"))
+    log_event("request", session=sid, step=0, ms=1.0, **plan_summary(plan))
+    c = client(create_ui(store))
+    page = c.get(f"/s/{sid}").text
+    assert 'class="msg user checkpoint"' in page and "summary of 2 earlier messages" in page
+    assert "summary of &lt;i&gt;it&lt;/i&gt;" in page
+    matrix = c.get(f"/s/{sid}/requests").text
+    row1 = matrix.split('id="t1"', 1)[1].split("</tr>", 1)[0]
+    row4 = matrix.split('id="t4"', 1)[1].split("</tr>", 1)[0]
+    assert 'class="chip a-cut"' in row1 and "a-cut" not in row4
+    assert 'data-carrier="reasoning_content"' in row4 and ">sent<" in row4

@@ -2,8 +2,8 @@
 
 One scenario, built once for the module with the real CLI against the emulators: a DeepSeek
 tool turn whose reasoning quotes ``<script>``, a switch to OpenRouter that is rejected for
-``reasoning_details`` (learned, retried), a switch to Anthropic, a branch continued on
-DeepSeek. Then the browser logs in with the gateway token, reads the chips on the right
+``reasoning_details`` (learned, retried), a switch to Anthropic, back to DeepSeek (which must
+get a placeholder for Anthropic's text-less turns), and a branch continued on DeepSeek. Then the browser logs in with the gateway token, reads the chips on the right
 turns, follows the branch, watches a live request appear; and every served page is swept for
 secrets. One browser for the module keeps this fast.
 
@@ -42,6 +42,7 @@ CANARY = "sk-canary-9f8e7d6c5b4a39281706"
 TOKEN = "gw-ui-token-7c1d2e3f4a5b6c7d"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 SECRETS = (CANARY, TOKEN, AWS_SECRET)
+SHOTS = os.environ.get("HERMES_UI_SCREENSHOTS")  # read now: the conftest clears HERMES_* per test
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -91,6 +92,7 @@ def world(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
         emulator.state.set_control("openrouter", reject_fields=[])
     _cli(env, work, "chat", "--resume", main, "-q", f"Is {TOKEN} safe to paste?", "-p", "anthropic",
          "-m", "claude-opus-5", "-u", emulator.url("anthropic"), "--json")
+    _cli(env, work, "chat", "--resume", main, "-q", "Back to DeepSeek.", *ds)
     branch = _cli(env, work, "sessions", "branch", main, "--at", "3", "--json")["id"]
     _cli(env, work, "chat", "--resume", branch, "-q", "Another way?", *ds)
     gw_env = {**env, "HERMES_GATEWAY_TOKEN": TOKEN}
@@ -135,10 +137,9 @@ def page(browser: Any, world: World) -> Iterator[Any]:
 
 
 def shoot(page: Any, name: str) -> None:
-    out = os.environ.get("HERMES_UI_SCREENSHOTS")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(out) / name))
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SHOTS) / name))
 
 
 # ----------------------------------------------------------------------------- tests
@@ -181,7 +182,7 @@ def test_timeline_chips_origins_and_blob_hashes_on_the_right_turns(page: Any, wo
     page.goto(f"{world.ui}/s/{world.main}")
     history = Store(world.home / "state.db").load(world.main)
     assistants = [i for i, m in enumerate(history) if m.role == "assistant"]
-    assert len(assistants) == 6
+    assert len(assistants) == 8
     for seq in assistants:
         parts = [p for p in history[seq].parts if isinstance(p, Reasoning)]
         chips = page.locator(f"#m{seq} .who .chip.carrier").all_inner_texts()
@@ -213,9 +214,9 @@ def test_request_matrix_shows_switches_learned_retry_and_per_turn_decisions(page
     page.wait_for_selector("#matrix")
     heads = page.locator("#matrix thead tr").first.locator("th.req")
     routes = [heads.nth(i).get_attribute("data-route") for i in range(heads.count())]
-    assert routes == ["deepseek"] * 2 + ["openrouter"] * 3 + ["anthropic"] * 2
+    assert routes == ["deepseek"] * 2 + ["openrouter"] * 3 + ["anthropic"] * 2 + ["deepseek"] * 2
     classes = [heads.nth(i).get_attribute("class") or "" for i in range(heads.count())]
-    assert ["switch" in c for c in classes] == [False, False, True, False, False, True, False]
+    assert ["switch" in c for c in classes] == [False, False, True, False, False, True, False, True, False]
     failed, retry = heads.nth(3), heads.nth(4)
     assert "HTTP 400" in failed.inner_text() and "learned" in failed.inner_text()
     assert "retry" in retry.inner_text()
@@ -231,7 +232,12 @@ def test_request_matrix_shows_switches_learned_retry_and_per_turn_decisions(page
     assert drop.inner_text() == "dropped" and drop.get_attribute("title") == "anthropic takes only signed reasoning"
     drop.hover()  # the reason is the chip's hover text
     assert chip(9, 7, "anthropic.signature").inner_text() == "sent"
+    pad = chip(9, 8, "reasoning_content")  # back on DeepSeek: Anthropic's tool turn has no readable text
+    assert pad.inner_text() == "padded" and "must echo" in (pad.get_attribute("title") or "")
+    assert chip(1, 8, "reasoning_content").inner_text() == "sent"
+    page.set_viewport_size({"width": 1480, "height": 600})
     shoot(page, "ui-requests.png")
+    page.set_viewport_size({"width": 1180, "height": 720})
 
 
 def test_follow_a_branch_from_the_parent_timeline(page: Any, world: World) -> None:

@@ -10,6 +10,7 @@ text that contains markup can only ever show as text. Read-only: nothing here wr
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
@@ -53,6 +54,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("hermes.ui", "templates"), autoescape=True,
                              finalize=_finalize, trim_blocks=True,
                              lstrip_blocks=True)
+    env.filters["pieces"] = lambda s: re.split(r"(?<=[_.])", s)  # carrier names break after _ and .
     return env
 
 

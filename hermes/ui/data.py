@@ -225,6 +225,6 @@ def live_record(rec: Mapping[str, Any]) -> dict[str, Any]:
             shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
             what = f"{what}; {key} {shown}".lstrip("; ")
     status = rec.get("status") or (200 if event == "request" else "")
-    return {"ts": when(rec.get("ts")), "event": event, "session": rec.get("session") or "",
+    return {"ts": when(rec.get("ts"))[11:], "event": event, "session": rec.get("session") or "",
             "route": f"{rec.get('route') or ''}", "model": f"{rec.get('model') or ''}",
             "status": status, "ms": rec.get("ms", ""), "step": rec.get("step", ""), "what": what}
