@@ -263,3 +263,18 @@ def test_checkpoint_is_drawn_and_the_matrix_cuts_what_it_replaced(store: Store) 
     row4 = matrix.split('id="t4"', 1)[1].split("</tr>", 1)[0]
     assert 'class="chip a-cut"' in row1 and "a-cut" not in row4
     assert 'data-carrier="reasoning_content"' in row4 and ">sent<" in row4
+
+
+def test_live_shows_what_the_proxy_restored_padded_and_stripped() -> None:
+    from hermes.ui.data import live_record
+
+    rec = {"ts": 1.0, "event": "proxy", "route": "deepseek", "model": "deepseek-v4", "tenant": "ab12cd34ef",
+           "status": 200, "ms": 12.5, "assistant_messages": 3, "recognised": 2, "retried": False,
+           "messages": [{"index": 1, "recognised": True, "restored": ["reasoning_content"]},
+                        {"index": 3, "recognised": True, "restored": ["reasoning_content"]},
+                        {"index": 5, "recognised": False, "padded": ["reasoning_content"], "stripped": ["reasoning"]}]}
+    shown = live_record(rec)
+    assert shown["who"] == "tenant ab12cd34ef" and shown["status"] == 200
+    assert shown["what"] == ("restored reasoning_content×2; padded reasoning_content×1; stripped reasoning×1; "
+                             "2/3 turns recognised")
+    assert live_record({**rec, "messages": [], "assistant_messages": None})["what"] == "passed through"

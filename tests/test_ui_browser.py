@@ -194,7 +194,6 @@ def test_timeline_chips_origins_and_blob_hashes_on_the_right_turns(page: Any, wo
         assert f"from {origin}@127.0.0.1/" in summary
         if parts[0].blob:
             assert f"sha256:{blob_hash(parts[0].blob)[:12]}" in summary
-    shoot(page, "ui-session.png")
 
 
 def test_reasoning_with_script_renders_as_text(page: Any, world: World) -> None:
@@ -206,6 +205,7 @@ def test_reasoning_with_script_renders_as_text(page: Any, world: World) -> None:
     assert page.evaluate("window.__pwned") is None
     assert page.locator("script").count() == 1  # ours only
     assert page.locator("#m0 .text").inner_text() == "What is <script>window.__pwned=1</script> here?"
+    shoot(page, "ui-session.png")
 
 
 def test_request_matrix_shows_switches_learned_retry_and_per_turn_decisions(page: Any, world: World) -> None:

@@ -207,24 +207,40 @@ def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterabl
 # ----------------------------------------------------------------------------- live
 
 
+def _proxy_summary(rec: Mapping[str, Any]) -> str:
+    """A ``proxy`` record: per assistant message what the proxy restored, padded or stripped."""
+    counts: dict[str, dict[str, int]] = {}
+    for m in rec.get("messages") or []:
+        if not isinstance(m, Mapping):
+            continue
+        for what in ("restored", "padded", "stripped"):
+            for name in m.get(what) or []:
+                counts.setdefault(what, {}).setdefault(str(name), 0)
+                counts[what][str(name)] += 1
+    bits = [f"{what} " + ", ".join(f"{name}×{n}" for name, n in names.items()) for what, names in counts.items()]
+    if rec.get("assistant_messages") is not None:
+        bits.append(f"{rec.get('recognised', 0)}/{rec['assistant_messages']} turns recognised")
+    if rec.get("retried"):
+        bits.append("retried")
+    return "; ".join(bits) or "passed through"
+
+
 def live_record(rec: Mapping[str, Any]) -> dict[str, Any]:
-    """What the live tail shows of one log record: where, status, latency, what was carried.
-    Proxy records may say what was ``restored`` / ``stripped``; shown as given (counts/names)."""
+    """What the live tail shows of one log record: where, status, latency, what was carried
+    (for the proxy: what it restored / padded / stripped)."""
     event = str(rec.get("event"))
     if event == "request":
         what = carried_summary(rec)
+    elif event == "proxy":
+        what = _proxy_summary(rec)
     elif event == "learned":
         what = "learned: stop sending " + (", ".join(rec.get("dropped") or []) or f"{rec.get('suppressed', 0)} blob(s)")
     elif event == "request_failed":
         what = str(rec.get("error") or "")[:200]
     else:
-        what = ""
-    for key in ("restored", "stripped"):
-        if rec.get(key):
-            value = rec[key]
-            shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
-            what = f"{what}; {key} {shown}".lstrip("; ")
+        what = str(rec.get("error") or "")[:200]
     status = rec.get("status") or (200 if event == "request" else "")
-    return {"ts": when(rec.get("ts"))[11:], "event": event, "session": rec.get("session") or "",
+    who = rec.get("session") or (f"tenant {rec['tenant']}" if rec.get("tenant") else "")
+    return {"ts": when(rec.get("ts"))[11:], "event": event, "session": rec.get("session") or "", "who": who,
             "route": f"{rec.get('route') or ''}", "model": f"{rec.get('model') or ''}",
             "status": status, "ms": rec.get("ms", ""), "step": rec.get("step", ""), "what": what}

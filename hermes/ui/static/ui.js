@@ -35,7 +35,7 @@ function startLive(table) {
     row.className = "ev-" + r.event;
     cell(row, r.ts);
     cell(row, r.event);
-    const sid = cell(row, "");
+    const sid = cell(row, r.session ? "" : r.who);
     if (r.session) {
       const a = document.createElement("a");
       a.href = base + "/s/" + encodeURIComponent(r.session) + "/requests";
