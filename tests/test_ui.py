@@ -7,6 +7,7 @@ The browser half (login, chips, branch, live) is tests/test_ui_browser.py.
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import time
@@ -278,3 +279,13 @@ def test_live_shows_what_the_proxy_restored_padded_and_stripped() -> None:
     assert shown["what"] == ("restored reasoning_content×2; padded reasoning_content×1; stripped reasoning×1; "
                              "2/3 turns recognised")
     assert live_record({**rec, "messages": [], "assistant_messages": None})["what"] == "passed through"
+
+
+def test_matrix_reads_rotated_log_files_oldest_first(store: Store, tmp_path: Path) -> None:
+    sid = store.list_sessions()[0].id
+    log = tmp_path / "hermes.log"
+    for name, route in (("hermes.log.2", "deepseek"), ("hermes.log.1", "openrouter"), ("hermes.log", "anthropic")):
+        (tmp_path / name).write_bytes(orjson.dumps(rec("request", session=sid, route=route, turns=[], reasons=[]))
+                                      + b"\n")
+    page = client(create_ui(store, log_path=log)).get(f"/s/{sid}/requests").text
+    assert re.findall(r'data-route="(\w+)"', page) == ["deepseek", "openrouter", "anthropic"]

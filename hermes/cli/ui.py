@@ -15,9 +15,9 @@ def ui(port: int, open_browser: bool) -> None:
     """Browse the sessions in $HERMES_HOME: timelines, what every request carried, a live tail.
 
     \b
-    Serves http://127.0.0.1:PORT/ui/ for this user only: it listens on loopback and answers
-    loopback requests (with a loopback Host header) only, and it never writes to state.db.
-    The gateway serves the same pages at /ui behind its token: `hermes gateway`.
+    Serves http://127.0.0.1:PORT/ui/ to this machine only: it listens on loopback and answers
+    loopback requests with a loopback Host header only. The pages only read state.db and the
+    request log. `hermes gateway` serves the same pages at /ui behind its token.
     """
     import sys
 

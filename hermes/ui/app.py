@@ -65,6 +65,13 @@ def _register_env_secrets() -> None:
             register_secret(value)
 
 
+def _log_files(log: Path) -> list[Path]:
+    """The rotated files oldest first, then the current one: a long session's early requests
+    may already have rotated out of ``hermes.log``."""
+    rotated = [log.with_name(f"{log.name}.{n}") for n in (3, 2, 1)]
+    return [p for p in rotated if p.exists()] + [log]
+
+
 def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = None,
               guard: Callable[[Request], None] | None = None) -> Starlette:
     """The UI app over ``store``. ``token``: the API token (login form + cookie), or None for
@@ -129,7 +136,8 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
         info = await thread(exact, sid)
         view = await thread(timeline, store, sid)
         rows = [it["seq"] for it in view["items"] if it["role"] == "assistant"]
-        matrix = await thread(lambda: request_matrix(read_log(sid, log()), rows))
+        matrix = await thread(lambda: request_matrix(
+            [rec for path in _log_files(log()) for rec in read_log(sid, path)], rows))
         by_seq = {it["seq"]: it for it in view["items"]}
         return render(request, "requests.html", session=view["session"], matrix=matrix, by_seq=by_seq,
                       info=info)
