@@ -133,14 +133,13 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
 
     async def requests(request: Request) -> Response:
         sid = request.path_params["sid"]
-        info = await thread(exact, sid)
+        await thread(exact, sid)
         view = await thread(timeline, store, sid)
         rows = [it["seq"] for it in view["items"] if it["role"] == "assistant"]
         matrix = await thread(lambda: request_matrix(
             [rec for path in _log_files(log()) for rec in read_log(sid, path)], rows))
         by_seq = {it["seq"]: it for it in view["items"]}
-        return render(request, "requests.html", session=view["session"], matrix=matrix, by_seq=by_seq,
-                      info=info)
+        return render(request, "requests.html", session=view["session"], matrix=matrix, by_seq=by_seq)
 
     async def live(request: Request) -> Response:
         return render(request, "live.html", session=request.query_params.get("session", ""))
