@@ -77,6 +77,8 @@ def test_token_login_sets_httponly_strict_cookie_scoped_to_the_ui(store: Store) 
     assert ok.status_code == 303 and ok.headers["location"] == "/"  # no open redirect
     cookie = ok.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+    value = c.cookies["hermes_ui"]
+    assert TOKEN not in value and len(value) == 64  # derived from the token, not the token
     assert c.get("/").status_code == 200  # the cookie now rides along
     assert client(app).get("/", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
 
@@ -96,7 +98,9 @@ def test_gateway_mounts_the_ui_behind_its_token_and_the_api_ignores_the_cookie(s
         assert r.status_code == 303 and "path=/ui/" in r.headers["set-cookie"].lower()
         assert c.get("/ui/").status_code == 200
         sid = store.list_sessions()[0].id
-        assert c.get(f"/v1/sessions/{sid}").status_code == 401  # the cookie is no API credential
+        assert c.get(f"/v1/sessions/{sid}").status_code == 401  # the cookie is no API credential ...
+        bearer = {"authorization": f"Bearer {c.cookies['hermes_ui']}"}
+        assert c.get(f"/v1/sessions/{sid}", headers=bearer).status_code == 401  # ... nor is its value
 
 
 def _no_tools() -> Any:
@@ -289,3 +293,17 @@ def test_matrix_reads_rotated_log_files_oldest_first(store: Store, tmp_path: Pat
                                       + b"\n")
     page = client(create_ui(store, log_path=log)).get(f"/s/{sid}/requests").text
     assert re.findall(r'data-route="(\w+)"', page) == ["deepseek", "openrouter", "anthropic"]
+
+
+def test_matrix_draws_the_last_requests_unless_asked_for_all(store: Store, tmp_path: Path) -> None:
+    sid = store.list_sessions()[0].id
+    log = tmp_path / "hermes.log"
+    routes = ["deepseek"] * 70 + ["anthropic"] * 5
+    log.write_bytes(b"".join(orjson.dumps(rec("request", session=sid, route=r, turns=[], reasons=[])) + b"\n"
+                             for r in routes))
+    c = client(create_ui(store, log_path=log))
+    page = c.get(f"/s/{sid}/requests").text
+    assert "75 requests logged (" in page and len(re.findall(r'data-route="', page)) == 60
+    first_switch = page.split('class="req switch', 1)[1].split("data-route=", 1)[1]
+    assert first_switch.startswith('"anthropic"')  # computed over all requests, drawn over the last 60
+    assert len(re.findall(r'data-route="', c.get(f"/s/{sid}/requests?last=0").text)) == 75

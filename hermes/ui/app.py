@@ -42,6 +42,8 @@ HEADERS = {
     "referrer-policy": "same-origin",  # "no-referrer" would make browsers send "Origin: null" on our own forms
     "cache-control": "no-store",
 }
+DEFAULT_COLUMNS = 60
+"""Requests drawn in the matrix unless ``?last=N`` (0 = all) says otherwise."""
 STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
 
 
@@ -139,7 +141,13 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
         matrix = await thread(lambda: request_matrix(
             [rec for path in _log_files(log()) for rec in read_log(sid, path)], rows))
         by_seq = {it["seq"]: it for it in view["items"]}
-        return render(request, "requests.html", session=view["session"], matrix=matrix, by_seq=by_seq)
+        total = len(matrix.columns)
+        raw = request.query_params.get("last", "")
+        last = int(raw) if raw.isdigit() else DEFAULT_COLUMNS
+        if last and total > last:  # marks were computed over every request; only the drawing is cut
+            matrix.columns = matrix.columns[-last:]
+        return render(request, "requests.html", session=view["session"], matrix=matrix, by_seq=by_seq,
+                      total=total)
 
     async def live(request: Request) -> Response:
         return render(request, "live.html", session=request.query_params.get("session", ""))
@@ -166,7 +174,7 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
         if not auth.matches(form.get("token", "")):
             return render(request, "login.html", 401, next=target, failed=True)
         resp = RedirectResponse(target, 303, headers=HEADERS)
-        resp.set_cookie(COOKIE, auth.token, httponly=True, samesite="strict", path=base_of(request) + "/",
+        resp.set_cookie(COOKIE, auth.cookie_value(), httponly=True, samesite="strict", path=base_of(request) + "/",
                         secure=request.url.scheme == "https")
         return resp
 

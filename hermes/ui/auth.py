@@ -4,7 +4,9 @@ when no token is configured — loopback clients only.
 * With a token: ``Authorization: Bearer`` (checked by the gateway's own ``require_auth``) or
   the ``hermes_ui`` cookie the login form sets: HttpOnly (no script can read it), SameSite=
   Strict (no other site's page can make the browser send it), Path limited to the UI, so the
-  JSON API, which reads only the header, never accepts it and gains no CSRF surface.
+  JSON API, which reads only the header, never accepts it and gains no CSRF surface. The
+  cookie holds an HMAC of the token, not the token: cookies are not scoped by port, so another
+  local server under ``/ui/`` could receive it, and what it would get cannot call the API.
 * Without a token: the peer address must be loopback **and** the Host header must name a
   loopback host. The second check stops DNS rebinding, where a web page on some other name
   that resolves to 127.0.0.1 would otherwise read this loopback server from the victim's browser.
@@ -16,6 +18,7 @@ request is run before ours.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 from collections.abc import Callable
@@ -71,9 +74,14 @@ class Guard:
             return
         require_auth(request, self.token)
 
+    def cookie_value(self) -> str:
+        """What the login cookie holds: derived from the token, useless as a bearer token."""
+        assert self.token is not None
+        return hmac.new(self.token.encode(), b"hermes-ui-cookie-v1", hashlib.sha256).hexdigest()
+
     def cookie_ok(self, request: Request) -> bool:
         given = request.cookies.get(COOKIE, "")
-        return bool(self.token) and bool(given) and self.matches(given)
+        return bool(self.token) and bool(given) and hmac.compare_digest(given.encode(), self.cookie_value().encode())
 
     def matches(self, given: str) -> bool:
         assert self.token is not None
