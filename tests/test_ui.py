@@ -307,3 +307,23 @@ def test_matrix_draws_the_last_requests_unless_asked_for_all(store: Store, tmp_p
     first_switch = page.split('class="req switch', 1)[1].split("data-route=", 1)[1]
     assert first_switch.startswith('"anthropic"')  # computed over all requests, drawn over the last 60
     assert len(re.findall(r'data-route="', c.get(f"/s/{sid}/requests?last=0").text)) == 75
+
+
+def test_branch_records_come_from_each_ancestor_before_the_branch_cut_to_inherited_turns(store: Store) -> None:
+    from hermes.ui.data import session_records
+
+    root = store.list_sessions()[0].id  # messages 0 (user) and 1 (assistant)
+    store.append_turn(root, [Message.user("more"), Message("assistant", (Text("a3"),))])
+    child = store.branch(root, upto_seq=3)
+    grandchild = store.branch(child, upto_seq=1)
+    created = {s.id: s.created for s in store.list_sessions()}
+    logs = {root: [{"session": root, "ts": created[child] - 1, "turns": [[1, []], [3, []]]},
+                   {"session": root, "ts": created[child] + 1, "turns": [[1, []]]}],
+            child: [{"session": child, "ts": created[grandchild] - 1, "turns": [[1, []], [3, []]]}],
+            grandchild: [{"session": grandchild, "ts": created[grandchild] + 2, "turns": [[1, []]]}]}
+    got = session_records(store, store.get_session(grandchild), lambda sid: logs[sid])
+    assert [(r["session"], [t[0] for t in r["turns"]]) for r in got] == [
+        (root, [1]), (child, [1]), (grandchild, [1])]  # later parent requests and later turns left out
+    store.delete_session(root)  # the child forgets its parent: the walk stops there
+    got = session_records(store, store.get_session(grandchild), lambda sid: logs[sid])
+    assert [r["session"] for r in got] == [child, grandchild]

@@ -174,7 +174,7 @@ def test_sessions_list_is_searchable(page: Any, world: World) -> None:
     assert world.main in branch_row.inner_text()  # branch parent column
     shoot(page, "ui-sessions.png")
     page.fill("#q", world.branch[:6])
-    page.wait_for_function("document.querySelectorAll('#sessions tbody tr:not([hidden])').length === 1")
+    sync_api.expect(page.locator("#sessions tbody tr:not([hidden])")).to_have_count(1)  # (no eval: the CSP forbids it)
     assert page.locator("#count").inner_text() == "1 session"
 
 
@@ -254,13 +254,19 @@ def test_follow_a_branch_from_the_parent_timeline(page: Any, world: World) -> No
     own = page.locator("li.msg:not(.inherited)")
     assert own.count() >= 3 and "Another way?" in own.first.inner_text()
     page.click("#requests-link")
-    heads = page.locator("#matrix thead tr").first.locator("th.req")
-    assert heads.count() == 2 and heads.first.get_attribute("data-route") == "deepseek"
+    own = page.locator("#matrix thead tr").first.locator("th.req:not(.inherited)")
+    assert own.count() == 2 and own.first.get_attribute("data-route") == "deepseek"
+    # the parent's requests that carried the inherited turns come first, cut to those turns
+    inherited = page.locator("#matrix thead tr").first.locator("th.req.inherited")
+    assert inherited.count() == 9 and "parent" in inherited.first.inner_text()
+    assert page.locator("#matrix tbody tr").evaluate_all("rows => rows.map(r => r.dataset.seq)") == \
+        ["1", "3", "5", "7"]  # #5 and #7 are the branch's own turns (its seq numbers go on from 3)
+    assert page.locator("#t3 td[data-req='2'][data-carrier='reasoning_content'] .chip").count() == 0
 
 
 def test_a_live_request_appears(page: Any, world: World) -> None:
     page.goto(world.ui + "/live")
-    page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+    sync_api.expect(page.locator("#live-state")).to_have_text("live")
     auth = {"authorization": f"Bearer {TOKEN}"}
     sid = httpx.post(world.url + "/v1/sessions", headers=auth, json={
         "provider": "deepseek", "model": "deepseek-v4", "base_url": world.emulator.url("deepseek")}).json()["id"]

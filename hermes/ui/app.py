@@ -28,7 +28,7 @@ from ..errors import StoreError, redact, register_secret
 from ..gateway.http import ApiError
 from ..logs import LOG_NAME, read_log
 from .auth import COOKIE, Guard, safe_next
-from .data import live_record, request_matrix, session_rows, timeline
+from .data import live_record, request_matrix, session_records, session_rows, timeline
 from .live import tail_events
 
 __all__ = ["create_ui"]
@@ -135,11 +135,14 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
 
     async def requests(request: Request) -> Response:
         sid = request.path_params["sid"]
-        await thread(exact, sid)
+        info = await thread(exact, sid)
         view = await thread(timeline, store, sid)
         rows = [it["seq"] for it in view["items"] if it["role"] == "assistant"]
-        matrix = await thread(lambda: request_matrix(
-            [rec for path in _log_files(log()) for rec in read_log(sid, path)], rows))
+
+        def read(session_id: str) -> list[Any]:
+            return [rec for path in _log_files(log()) for rec in read_log(session_id, path)]
+
+        matrix = await thread(lambda: request_matrix(session_records(store, info, read), rows))
         by_seq = {it["seq"]: it for it in view["items"]}
         total = len(matrix.columns)
         raw = request.query_params.get("last", "")

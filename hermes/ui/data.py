@@ -14,14 +14,16 @@ Nothing here returns a blob value or a key; templates escape every string they p
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import StoreError
 from ..logs import carried_summary
 from ..views import session_view
 
-__all__ = ["Cell", "Column", "Matrix", "live_record", "request_matrix", "session_rows", "timeline", "when"]
+__all__ = ["Cell", "Column", "Matrix", "live_record", "request_matrix", "session_records", "session_rows", "timeline",
+           "when"]
 
 ACTION_LABEL = {"field": "sent", "native": "sent", "pad": "padded", "text": "text", "drop": "dropped"}
 """Planner action → the chip a reader sees: sent as is, a must-echo placeholder, reduced to
@@ -100,6 +102,33 @@ def timeline(store: Any, session_id: str, *, children_limit: int = 1000) -> dict
 # ----------------------------------------------------------------------------- request matrix
 
 
+def session_records(store: Any, info: Any, read: Callable[[str], Iterable[Mapping[str, Any]]],
+                    max_depth: int = 16) -> list[Mapping[str, Any]]:
+    """The log records of a session, preceded — for a branch — by its ancestors' records made
+    before the branch was taken, cut to the turns the branch inherited: those requests are
+    what carried the inherited turns' reasoning."""
+    levels: list[tuple[str, float, int]] = []
+    cap: int | None = None
+    cur = info
+    while cur.parent_id and cur.branch_of_seq is not None and len(levels) < max_depth:
+        cap = cur.branch_of_seq if cap is None else min(cap, cur.branch_of_seq)
+        levels.append((cur.parent_id, cur.created, cap))
+        try:
+            cur = store.get_session(cur.parent_id)
+        except StoreError:  # the parent was deleted: the branch keeps its copy, the log its lines
+            break
+    out: list[Mapping[str, Any]] = []
+    for parent, before, upto in reversed(levels):
+        for rec in read(parent):
+            if float(rec.get("ts") or 0) > before:
+                continue
+            if "turns" in rec:
+                rec = {**rec, "turns": [t for t in rec["turns"] if t[0] <= upto]}
+            out.append(rec)
+    out.extend(read(info.id))
+    return out
+
+
 @dataclass
 class Cell:
     action: str
@@ -112,6 +141,8 @@ class Column:
     """One request: its route and status, and per carrier the cells of each assistant turn."""
 
     n: int
+    session: str
+    """The session whose request this was (an ancestor's, on a branch's page)."""
     event: str
     ts: str
     route: str
@@ -144,7 +175,7 @@ DROPPED = "dropped"
 
 
 def _column(n: int, rec: Mapping[str, Any]) -> Column:
-    col = Column(n, str(rec.get("event")), when(rec.get("ts")), str(rec.get("route")), str(rec.get("model")),
+    col = Column(n, str(rec.get("session") or ""), str(rec.get("event")), when(rec.get("ts")), str(rec.get("route")), str(rec.get("model")),
                  str(rec.get("host")), rec.get("step"), int(rec.get("status") or 200), rec.get("ms"),
                  window=int(rec.get("window") or 0), notes=list(rec.get("notes") or []),
                  error=str(rec.get("error") or "") if rec.get("event") == "request_failed" else "")
@@ -191,7 +222,8 @@ def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterabl
         col = _column(len(columns) + 1, rec)
         prev = columns[-1] if columns else None
         col.switch = prev is not None and (prev.route, prev.model, prev.host) != (col.route, col.model, col.host)
-        col.retry = learned_step is not None and learned_step == col.step
+        col.retry = learned_step is not None and learned_step == col.step and prev is not None \
+            and prev.session == col.session
         learned_step = None
         rows |= col.sent
         columns.append(col)
