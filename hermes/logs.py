@@ -5,10 +5,13 @@ of messages, total characters and short hashes of blobs — never reasoning text
 keys. Files rotate at 5 MB (3 kept) and are created 0600. ``hermes logs`` reads them back.
 
 A ``request`` record also carries the planner's decision for every assistant message it
-replayed (``turns``: ``[stored index, [[action, fields, reason number], ...]]`` with the
-reason strings once each in ``reasons``) and ``window`` (the first stored index sent; earlier
-messages were cut by a compaction checkpoint). That is what the web view's request matrix
-draws. Reasons name routes, hosts and models, never reasoning text or blob values.
+replayed, run-length encoded so a long session costs a line per change, not per turn:
+``turns`` is ``[[first index, last index, kind], ...]`` — every assistant message stored
+between the two indices got decision list number ``kind`` of ``kinds`` (each
+``[[action, fields, reason number], ...]``), and ``reasons`` holds each reason string once.
+``window`` is the first stored index sent (earlier messages were cut by a compaction
+checkpoint). The web view's request matrix draws these. Reasons name routes, hosts and
+models, never reasoning text or blob values.
 """
 
 from __future__ import annotations
@@ -52,11 +55,17 @@ def plan_summary(plan: Any) -> dict[str, Any]:
 
     pads = 0
     reasons: dict[str, int] = {}
-    turns: list[list[Any]] = []
+    kinds: dict[tuple[tuple[str, str, int], ...], int] = {}
+    turns: list[list[int]] = []  # runs of assistant messages with the same decisions
     for m in plan.messages:
         if m.role == "assistant":
-            turns.append([m.index, [[d.action, ",".join(d.fields), reasons.setdefault(d.reason, len(reasons))]
-                                    for d in m.decisions]])
+            kind = tuple((d.action, ",".join(d.fields), reasons.setdefault(d.reason, len(reasons)))
+                         for d in m.decisions)
+            k = kinds.setdefault(kind, len(kinds))
+            if turns and turns[-1][2] == k:
+                turns[-1][1] = m.index
+            else:
+                turns.append([m.index, m.index, k])
         for name, value in m.fields.items():
             raw = value if isinstance(value, str) else orjson.dumps(value).decode()
             add(name, len(raw), raw if name in ("reasoning_details", "reasoning_opaque", "extra_content") else None)
@@ -75,7 +84,8 @@ def plan_summary(plan: Any) -> dict[str, Any]:
     return {"route": t.route.key, "host": t.host, "model": t.model, "wire": t.route.wire,
             "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,
             "window": plan.messages[0].index if plan.messages else 0,
-            "turns": turns, "reasons": list(reasons), "notes": list(plan.notes)}
+            "turns": turns, "kinds": [[list(d) for d in kind] for kind in kinds], "reasons": list(reasons),
+            "notes": list(plan.notes)}
 
 
 _SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}

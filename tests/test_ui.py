@@ -150,37 +150,56 @@ def test_log_records_each_assistant_turn_decision_as_the_planner_made_it() -> No
                                        "mistral": "mistral-medium-latest"}[route])
         plan = plan_replay(history, target)
         rec = orjson.loads(orjson.dumps(plan_summary(plan)))
-        want = [[m.index, [[d.action, ",".join(d.fields), d.reason] for d in m.decisions]]
-                for m in plan.messages if m.role == "assistant"]
-        got = [[i, [[a, f, rec["reasons"][n]] for a, f, n in ds_]] for i, ds_ in rec["turns"]]
-        assert got == want and [i for i, _ in got] == [1, 3]
+        want = {m.index: [[d.action, ",".join(d.fields), d.reason] for d in m.decisions]
+                for m in plan.messages if m.role == "assistant"}
+        got = {}
+        for first, last, k in rec["turns"]:  # runs: every assistant index in [first, last] has kind k
+            for i in want:
+                if first <= i <= last:
+                    got[i] = [[a, f, rec["reasons"][n]] for a, f, n in rec["kinds"][k]]
+        assert got == want and list(got) == [1, 3]
         assert "why" not in orjson.dumps(rec).decode()  # decisions, never reasoning text
+
+
+def test_log_runs_cost_a_few_entries_for_a_long_session_on_one_route() -> None:
+    ds = RouteKey("deepseek", "api.deepseek.com", "deepseek-v4", "openai_chat")
+    history = [m for i in range(300) for m in (Message.user(f"q{i}"), Message("assistant", (Reasoning("r", ds),
+                                                                                             Text("a"))))]
+    rec = plan_summary(plan_replay(history, resolve("deepseek", None, "deepseek-v4")))
+    assert rec["turns"] == [[1, 599, 0]] and len(rec["kinds"]) == 1
 
 
 def rec(event: str, **kw: Any) -> dict[str, Any]:
     return {"event": event, "ts": 1.0, "route": "deepseek", "model": "m", "host": "h", "step": 0, **kw}
 
 
-def test_matrix_marks_switches_retries_learned_and_checkpoint_cuts() -> None:
+def k(*decisions: tuple[str, str, int]) -> list[list[Any]]:
+    return [list(d) for d in decisions]
+
+
+def test_matrix_marks_switches_retries_learned_cuts_and_merges_alike_requests() -> None:
     reasons = ["as carried by this route", "must echo", "takes only signed reasoning"]
+    sent, pad, drop = k(("field", "reasoning_content", 0)), k(("pad", "reasoning_content", 1)), k(("drop", "", 2))
     records = [
-        rec("request", turns=[], reasons=[]),
-        rec("request", step=1, turns=[[1, [["field", "reasoning_content", 0]]]], reasons=reasons),
-        rec("request_failed", route="openrouter", status=400, turns=[[1, [["field", "reasoning_details", 0]]]],
-            reasons=reasons, error="bad"),
+        rec("request", turns=[], kinds=[], reasons=[]),
+        rec("request", step=1, turns=[[1, 1, 0]], kinds=[sent], reasons=reasons),  # goes on alike: merged
+        rec("request", step=2, turns=[[1, 1, 0], [3, 3, 1]], kinds=[sent, pad], reasons=reasons),  # merged too
+        rec("request_failed", route="openrouter", status=400, turns=[[1, 3, 0]],
+            kinds=[k(("field", "reasoning_details", 0))], reasons=reasons, error="bad"),
         rec("learned", route="openrouter", dropped=["reasoning_details"], status=400),
-        rec("request", route="openrouter", turns=[[1, [["pad", "reasoning_content", 1]]]], reasons=reasons),
-        rec("request", route="anthropic", window=3, turns=[[3, [["drop", "", 2]]]], reasons=reasons),
+        rec("request", route="openrouter", turns=[[1, 3, 0]], kinds=[pad], reasons=reasons),
+        rec("request", route="anthropic", window=3, turns=[[3, 3, 0]], kinds=[drop], reasons=reasons),
         rec("request", route="anthropic", fields={"reasoning_content": {"messages": 1, "chars": 3, "hashes": []}}),
     ]
     m = request_matrix(records, [1, 3])
     assert m.rows == [1, 3]
-    first, b, failed, retry, blocks, legacy = m.columns
-    assert first.carriers == [] and not first.cells  # the first request: no assistant turn yet
-    assert [c.switch for c in m.columns] == [False, False, True, False, True, False]
+    first, failed, retry, blocks, legacy = m.columns
+    assert (first.first, first.n) == (1, 3) and first.carriers == ["reasoning_content"]
+    assert first.cells[1]["reasoning_content"].action == "sent" and first.cells[3]["reasoning_content"].action == "padded"
+    assert [c.switch for c in m.columns] == [False, True, False, True, False]
     assert failed.status == 400 and failed.learned == ["learned after HTTP 400: stop sending reasoning_details"]
+    assert failed.cells[3]["reasoning_details"].action == "sent"  # the run [1, 3] covers row 3
     assert retry.retry and not failed.retry and not blocks.retry
-    assert b.cells[1]["reasoning_content"].action == "sent"
     assert retry.cells[1]["reasoning_content"].action == "padded"
     assert retry.cells[1]["reasoning_content"].reason == "must echo"
     assert blocks.cells[3]["dropped"].reason == "takes only signed reasoning"
@@ -289,7 +308,8 @@ def test_matrix_reads_rotated_log_files_oldest_first(store: Store, tmp_path: Pat
     sid = store.list_sessions()[0].id
     log = tmp_path / "hermes.log"
     for name, route in (("hermes.log.2", "deepseek"), ("hermes.log.1", "openrouter"), ("hermes.log", "anthropic")):
-        (tmp_path / name).write_bytes(orjson.dumps(rec("request", session=sid, route=route, turns=[], reasons=[]))
+        (tmp_path / name).write_bytes(orjson.dumps(rec("request", session=sid, route=route, turns=[], kinds=[],
+                                                          reasons=[]))
                                       + b"\n")
     page = client(create_ui(store, log_path=log)).get(f"/s/{sid}/requests").text
     assert re.findall(r'data-route="(\w+)"', page) == ["deepseek", "openrouter", "anthropic"]
@@ -298,15 +318,14 @@ def test_matrix_reads_rotated_log_files_oldest_first(store: Store, tmp_path: Pat
 def test_matrix_draws_the_last_requests_unless_asked_for_all(store: Store, tmp_path: Path) -> None:
     sid = store.list_sessions()[0].id
     log = tmp_path / "hermes.log"
-    routes = ["deepseek"] * 70 + ["anthropic"] * 5
-    log.write_bytes(b"".join(orjson.dumps(rec("request", session=sid, route=r, turns=[], reasons=[])) + b"\n"
-                             for r in routes))
+    routes = ["deepseek", "mistral"] * 35 + ["anthropic"] * 5  # the five anthropic ones merge into one column
+    log.write_bytes(b"".join(orjson.dumps(rec("request", session=sid, route=r, turns=[], kinds=[], reasons=[]))
+                             + b"\n" for r in routes))
     c = client(create_ui(store, log_path=log))
     page = c.get(f"/s/{sid}/requests").text
-    assert "75 requests logged (" in page and len(re.findall(r'data-route="', page)) == 60
-    first_switch = page.split('class="req switch', 1)[1].split("data-route=", 1)[1]
-    assert first_switch.startswith('"anthropic"')  # computed over all requests, drawn over the last 60
-    assert len(re.findall(r'data-route="', c.get(f"/s/{sid}/requests?last=0").text)) == 75
+    assert "75 requests logged (" in page and "the last 60 of 71 columns" in page
+    assert len(re.findall(r'data-route="', page)) == 60 and "#71–75" in page
+    assert len(re.findall(r'data-route="', c.get(f"/s/{sid}/requests?last=0").text)) == 71
 
 
 def test_branch_records_come_from_each_ancestor_before_the_branch_cut_to_inherited_turns(store: Store) -> None:
@@ -317,13 +336,13 @@ def test_branch_records_come_from_each_ancestor_before_the_branch_cut_to_inherit
     child = store.branch(root, upto_seq=3)
     grandchild = store.branch(child, upto_seq=1)
     created = {s.id: s.created for s in store.list_sessions()}
-    logs = {root: [{"session": root, "ts": created[child] - 1, "turns": [[1, []], [3, []]]},
-                   {"session": root, "ts": created[child] + 1, "turns": [[1, []]]}],
-            child: [{"session": child, "ts": created[grandchild] - 1, "turns": [[1, []], [3, []]]}],
-            grandchild: [{"session": grandchild, "ts": created[grandchild] + 2, "turns": [[1, []]]}]}
+    logs = {root: [{"session": root, "ts": created[child] - 1, "turns": [[1, 3, 0]]},
+                   {"session": root, "ts": created[child] + 1, "turns": [[1, 1, 0]]}],
+            child: [{"session": child, "ts": created[grandchild] - 1, "turns": [[1, 1, 0], [3, 3, 1]]}],
+            grandchild: [{"session": grandchild, "ts": created[grandchild] + 2, "turns": [[1, 1, 0]]}]}
     got = session_records(store, store.get_session(grandchild), lambda sid: logs[sid])
-    assert [(r["session"], [t[0] for t in r["turns"]]) for r in got] == [
-        (root, [1]), (child, [1]), (grandchild, [1])]  # later parent requests and later turns left out
+    assert [(r["session"], r["turns"]) for r in got] == [
+        (root, [[1, 1, 0]]), (child, [[1, 1, 0]]), (grandchild, [[1, 1, 0]])]  # later requests and turns left out
     store.delete_session(root)  # the child forgets its parent: the walk stops there
     got = session_records(store, store.get_session(grandchild), lambda sid: logs[sid])
     assert [r["session"] for r in got] == [child, grandchild]

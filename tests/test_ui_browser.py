@@ -214,10 +214,13 @@ def test_request_matrix_shows_switches_learned_retry_and_per_turn_decisions(page
     page.wait_for_selector("#matrix")
     heads = page.locator("#matrix thead tr").first.locator("th.req")
     routes = [heads.nth(i).get_attribute("data-route") for i in range(heads.count())]
-    assert routes == ["deepseek"] * 2 + ["openrouter"] * 3 + ["anthropic"] * 2 + ["deepseek"] * 2
+    # requests that went on alike are one column: DeepSeek #1–2, Anthropic #6–7, DeepSeek #8–9
+    assert routes == ["deepseek", "openrouter", "openrouter", "openrouter", "anthropic", "deepseek"]
+    assert [heads.nth(i).get_attribute("id") for i in range(heads.count())] == ["r2", "r3", "r4", "r5", "r7", "r9"]
+    assert "#1–2" in heads.first.inner_text()
     classes = [heads.nth(i).get_attribute("class") or "" for i in range(heads.count())]
-    assert ["switch" in c for c in classes] == [False, False, True, False, False, True, False, True, False]
-    failed, retry = heads.nth(3), heads.nth(4)
+    assert ["switch" in c for c in classes] == [False, True, False, False, True, True]
+    failed, retry = heads.nth(2), heads.nth(3)
     assert "HTTP 400" in failed.inner_text() and "learned" in failed.inner_text()
     assert "retry" in retry.inner_text()
 
@@ -228,13 +231,13 @@ def test_request_matrix_shows_switches_learned_retry_and_per_turn_decisions(page
     assert chip(5, 4, "reasoning_details").inner_text() == "sent"  # what OpenRouter rejected ...
     assert chip(5, 5, "reasoning_details").count() == 0  # ... and the retry left out
     assert chip(5, 5, "reasoning_content").inner_text() == "sent"
-    drop = chip(1, 6, "dropped")
+    drop = chip(1, 7, "dropped")
     assert drop.inner_text() == "dropped" and drop.get_attribute("title") == "anthropic takes only signed reasoning"
     drop.hover()  # the reason is the chip's hover text
     assert chip(9, 7, "anthropic.signature").inner_text() == "sent"
-    pad = chip(9, 8, "reasoning_content")  # back on DeepSeek: Anthropic's tool turn has no readable text
+    pad = chip(9, 9, "reasoning_content")  # back on DeepSeek: Anthropic's tool turn has no readable text
     assert pad.inner_text() == "padded" and "must echo" in (pad.get_attribute("title") or "")
-    assert chip(1, 8, "reasoning_content").inner_text() == "sent"
+    assert chip(1, 9, "reasoning_content").inner_text() == "sent"
     page.set_viewport_size({"width": 1480, "height": 600})
     shoot(page, "ui-requests.png")
     page.set_viewport_size({"width": 1180, "height": 720})
@@ -255,10 +258,10 @@ def test_follow_a_branch_from_the_parent_timeline(page: Any, world: World) -> No
     assert own.count() >= 3 and "Another way?" in own.first.inner_text()
     page.click("#requests-link")
     own = page.locator("#matrix thead tr").first.locator("th.req:not(.inherited)")
-    assert own.count() == 2 and own.first.get_attribute("data-route") == "deepseek"
+    assert own.count() == 1 and own.first.get_attribute("data-route") == "deepseek"  # its two requests
     # the parent's requests that carried the inherited turns come first, cut to those turns
     inherited = page.locator("#matrix thead tr").first.locator("th.req.inherited")
-    assert inherited.count() == 9 and "parent" in inherited.first.inner_text()
+    assert inherited.count() == 6 and "parent" in inherited.first.inner_text()
     assert page.locator("#matrix tbody tr").evaluate_all("rows => rows.map(r => r.dataset.seq)") == \
         ["1", "3", "5", "7"]  # #5 and #7 are the branch's own turns (its seq numbers go on from 3)
     assert page.locator("#t3 td[data-req='2'][data-carrier='reasoning_content'] .chip").count() == 0

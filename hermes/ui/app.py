@@ -150,7 +150,7 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
         if last and total > last:  # marks were computed over every request; only the drawing is cut
             matrix.columns = matrix.columns[-last:]
         return render(request, "requests.html", session=view["session"], matrix=matrix, by_seq=by_seq,
-                      total=total)
+                      total=total, requests=matrix.columns[-1].n if matrix.columns else 0)
 
     async def live(request: Request) -> Response:
         return render(request, "live.html", session=request.query_params.get("session", ""))

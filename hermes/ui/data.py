@@ -13,6 +13,7 @@ Nothing here returns a blob value or a key; templates escape every string they p
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -123,7 +124,7 @@ def session_records(store: Any, info: Any, read: Callable[[str], Iterable[Mappin
             if float(rec.get("ts") or 0) > before:
                 continue
             if "turns" in rec:
-                rec = {**rec, "turns": [t for t in rec["turns"] if t[0] <= upto]}
+                rec = {**rec, "turns": [[a, min(b, upto), k] for a, b, k in rec["turns"] if a <= upto]}
             out.append(rec)
     out.extend(read(info.id))
     return out
@@ -141,6 +142,7 @@ class Column:
     """One request: its route and status, and per carrier the cells of each assistant turn."""
 
     n: int
+    """The request's number in the session's log; the last one when several are drawn as one."""
     session: str
     """The session whose request this was (an ancestor's, on a branch's page)."""
     event: str
@@ -162,6 +164,10 @@ class Column:
     error: str = ""
     notes: list[str] = field(default_factory=list)
     legacy: str = ""
+    first: int = 0
+    """The first request drawn in this column (== ``n`` unless consecutive ones were merged)."""
+    ms_min: float = float("inf")
+    ms_max: float = 0.0
     """For records written before per-message decisions were logged: the aggregate summary."""
 
 
@@ -174,40 +180,67 @@ class Matrix:
 DROPPED = "dropped"
 
 
-def _column(n: int, rec: Mapping[str, Any]) -> Column:
-    col = Column(n, str(rec.get("session") or ""), str(rec.get("event")), when(rec.get("ts")), str(rec.get("route")), str(rec.get("model")),
-                 str(rec.get("host")), rec.get("step"), int(rec.get("status") or 200), rec.get("ms"),
+def _kind_cells(decisions: Sequence[Sequence[Any]], reasons: Sequence[str]) -> tuple[dict[str, Cell], list[str]]:
+    """One decision list → carrier → cell (and the carriers in order)."""
+    cells: dict[str, Cell] = {}
+    for action, fields, reason_no in decisions:
+        reason = reasons[reason_no] if 0 <= reason_no < len(reasons) else ""
+        label = ACTION_LABEL.get(action, action)
+        for carrier in (fields.split(",") if fields and action != "drop" else [DROPPED]):
+            cell = cells.get(carrier)
+            if cell is None:
+                cells[carrier] = Cell(label, reason)
+            elif reason not in cell.reason:
+                cell.reason += f"; {reason}"
+    return cells, list(cells)
+
+
+def _column(n: int, rec: Mapping[str, Any], rows: Sequence[int]) -> Column:
+    """One request; ``rows`` (sorted stored assistant indices) expand the record's runs."""
+    col = Column(n, str(rec.get("session") or ""), str(rec.get("event")), when(rec.get("ts")),
+                 str(rec.get("route")), str(rec.get("model")), str(rec.get("host")), rec.get("step"),
+                 int(rec.get("status") or 200), rec.get("ms"), first=n,
                  window=int(rec.get("window") or 0), notes=list(rec.get("notes") or []),
                  error=str(rec.get("error") or "") if rec.get("event") == "request_failed" else "")
+    ms = rec.get("ms")
+    col.ms_min = col.ms_max = float(ms) if isinstance(ms, int | float) else 0.0
     reasons: Sequence[str] = rec.get("reasons") or []
+    kinds = [_kind_cells(k, reasons) for k in rec.get("kinds") or []]
     if "turns" not in rec:
         col.legacy = carried_summary(rec) if rec.get("event") == "request" else ""
-    for index, decisions in rec.get("turns") or []:
-        col.sent.add(index)
-        for action, fields, reason_no in decisions:
-            reason = reasons[reason_no] if 0 <= reason_no < len(reasons) else ""
-            label = ACTION_LABEL.get(action, action)
-            for carrier in (fields.split(",") if fields and action != "drop" else [DROPPED]):
-                if carrier not in col.carriers:
-                    col.carriers.append(carrier)
-                cell = col.cells.setdefault(index, {}).get(carrier)
-                if cell is None:
-                    col.cells[index][carrier] = Cell(label, reason)
-                elif reason not in cell.reason:
-                    cell.reason += f"; {reason}"
+    for first, last, k in rec.get("turns") or []:
+        if not 0 <= k < len(kinds):
+            continue
+        cells, carriers = kinds[k]
+        col.carriers += [c for c in carriers if c not in col.carriers]
+        lo, hi = bisect.bisect_left(rows, first), bisect.bisect_right(rows, last)
+        for index in {first, last, *rows[lo:hi]}:
+            col.sent.add(index)
+            col.cells[index] = cells  # shared between the run's turns: read-only from here
     if DROPPED in col.carriers:  # the catch-all column last
         col.carriers.remove(DROPPED)
         col.carriers.append(DROPPED)
     return col
 
 
+def _same_treatment(a: Column, b: Column) -> bool:
+    """``b`` only went on where ``a`` left off: same session and route, both accepted, and every
+    turn ``a`` carried got the same decisions in ``b``."""
+    return (a.session, a.route, a.model, a.host, a.window) == (b.session, b.route, b.model, b.host, b.window) \
+        and a.status < 400 and b.status < 400 and not a.learned and not b.retry and not a.legacy \
+        and not b.legacy and set(a.carriers) <= set(b.carriers) and a.sent <= b.sent \
+        and all(a.cells.get(i) == b.cells.get(i) for i in a.sent)
+
+
 def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterable[int]) -> Matrix:
     """Columns in log order. A column is marked ``switch`` when its route or model differs
     from the one before, ``retry`` when it follows a learned rejection in the same step;
-    a failed request carries what was learned from it."""
+    a failed request carries what was learned from it. Consecutive requests that treated
+    every turn they share alike are drawn as one column (``first``..``n``)."""
     columns: list[Column] = []
-    rows = set(assistant_rows)
+    rows = sorted(set(assistant_rows))
     learned_step: Any = None
+    count = 0
     for rec in records:
         event = rec.get("event")
         if event == "learned":
@@ -219,21 +252,27 @@ def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterabl
             continue
         if event not in ("request", "request_failed"):
             continue
-        col = _column(len(columns) + 1, rec)
+        count += 1
+        col = _column(count, rec, rows)
         prev = columns[-1] if columns else None
         col.switch = prev is not None and (prev.route, prev.model, prev.host) != (col.route, col.model, col.host)
         col.retry = learned_step is not None and learned_step == col.step and prev is not None \
             and prev.session == col.session
         learned_step = None
-        rows |= col.sent
-        columns.append(col)
+        if prev is not None and _same_treatment(prev, col):
+            col.first, col.switch = prev.first, prev.switch
+            col.ms_min, col.ms_max = min(prev.ms_min, col.ms_min), max(prev.ms_max, col.ms_max)
+            columns[-1] = col
+        else:
+            columns.append(col)
+    all_rows = set(rows).union(*(c.sent for c in columns))
     for col in columns:  # turns a checkpoint had cut from this request
-        for index in rows:
+        for index in all_rows:
             if index < col.window and index not in col.sent:
-                col.cells.setdefault(index, {})["cut"] = Cell("cut", "before the compaction checkpoint: not sent")
-        if any("cut" in c for c in col.cells.values()) and "cut" not in col.carriers:
+                col.cells[index] = {"cut": Cell("cut", "before the compaction checkpoint: not sent")}
+        if col.window and any("cut" in c for c in col.cells.values()) and "cut" not in col.carriers:
             col.carriers.insert(0, "cut")
-    return Matrix(sorted(rows), columns)
+    return Matrix(sorted(all_rows), columns)
 
 
 # ----------------------------------------------------------------------------- live
