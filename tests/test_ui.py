@@ -346,3 +346,16 @@ def test_branch_records_come_from_each_ancestor_before_the_branch_cut_to_inherit
     store.delete_session(root)  # the child forgets its parent: the walk stops there
     got = session_records(store, store.get_session(grandchild), lambda sid: logs[sid])
     assert [r["session"] for r in got] == [child, grandchild]
+
+
+def test_matrix_cells_escape_what_the_log_says(store: Store, tmp_path: Path) -> None:
+    """Reasons and carrier names come from the log, which quotes model names a user typed."""
+    sid = store.list_sessions()[0].id
+    log = tmp_path / "hermes.log"
+    evil = '<img src=x onerror="alert(1)">'
+    log.write_bytes(orjson.dumps(rec("request", session=sid, model=evil, turns=[[1, 1, 0]],
+                                     kinds=[[["field", "<b>x</b>", 0]]], reasons=[f"blob minted by {evil}"])) + b"\n")
+    page = client(create_ui(store, log_path=log)).get(f"/s/{sid}/requests").text
+    assert "<img" not in page and "<b>x" not in page
+    assert 'title="blob minted by &lt;img src=x onerror=&#34;alert(1)&#34;&gt;"' in page
+    assert 'data-carrier="&lt;b&gt;x&lt;/b&gt;"' in page

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 
 import anyio.to_thread
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -28,6 +29,7 @@ from ..errors import StoreError, redact, register_secret
 from ..gateway.http import ApiError
 from ..logs import LOG_NAME, read_log
 from .auth import COOKIE, Guard, safe_next
+from .cells import row_cells
 from .data import live_record, request_matrix, session_records, session_rows, timeline
 from .live import tail_events
 
@@ -48,14 +50,31 @@ STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charse
 
 
 def _finalize(value: Any) -> Any:
-    """Every value a template prints is scrubbed of known secrets (autoescape then escapes it)."""
-    return redact(value) if isinstance(value, str) else value
+    """Every value a template prints is scrubbed of known secrets (autoescape then escapes it).
+    Shorter strings than any secret or key shape (6 characters) cannot hold one."""
+    if isinstance(value, Markup):  # built by ``cells`` from values it escaped and scrubbed itself
+        return value
+    return redact(value) if isinstance(value, str) and len(value) >= 6 else value
+
+
+class _Environment(jinja2.Environment):
+    """``x.name`` on a dict reads the key first: the view models are dicts, and Jinja's default
+    (attribute first, failing with an exception, then the key) triples the cost of a long page."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("hermes.ui", "templates"), autoescape=True,
+    env = _Environment(loader=jinja2.PackageLoader("hermes.ui", "templates"), autoescape=True,
                              finalize=_finalize, trim_blocks=True,
                              lstrip_blocks=True)
+    env.globals["row_cells"] = row_cells
     env.filters["pieces"] = lambda s: re.split(r"(?<=[_.])", s)  # carrier names break after _ and .
     return env
 
@@ -142,15 +161,11 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
         def read(session_id: str) -> list[Any]:
             return [rec for path in _log_files(log()) for rec in read_log(session_id, path)]
 
-        matrix = await thread(lambda: request_matrix(session_records(store, info, read), rows))
-        by_seq = {it["seq"]: it for it in view["items"]}
-        total = len(matrix.columns)
         raw = request.query_params.get("last", "")
         last = int(raw) if raw.isdigit() else DEFAULT_COLUMNS
-        if last and total > last:  # marks were computed over every request; only the drawing is cut
-            matrix.columns = matrix.columns[-last:]
-        return render(request, "requests.html", session=view["session"], matrix=matrix, by_seq=by_seq,
-                      total=total, requests=matrix.columns[-1].n if matrix.columns else 0)
+        matrix = await thread(lambda: request_matrix(session_records(store, info, read), rows, last=last))
+        by_seq = {it["seq"]: it for it in view["items"]}
+        return render(request, "requests.html", session=view["session"], matrix=matrix, by_seq=by_seq)
 
     async def live(request: Request) -> Response:
         return render(request, "live.html", session=request.query_params.get("session", ""))

@@ -130,16 +130,22 @@ def session_records(store: Any, info: Any, read: Callable[[str], Iterable[Mappin
     return out
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Cell:
     action: str
     """``sent`` / ``padded`` / ``text`` / ``dropped`` (see ``ACTION_LABEL``), or ``cut``."""
     reason: str
 
 
+Run = tuple[int, int, int]
+"""(first stored index, last stored index, kind number): every assistant turn in between got
+the decisions of that kind (see ``logs.plan_summary``)."""
+
+
 @dataclass
 class Column:
-    """One request: its route and status, and per carrier the cells of each assistant turn."""
+    """One request (or several consecutive ones drawn as one): route, status, and per assistant
+    turn and carrier what was done."""
 
     n: int
     """The request's number in the session's log; the last one when several are drawn as one."""
@@ -153,35 +159,60 @@ class Column:
     step: Any
     status: int
     ms: Any
+    first: int = 0
+    """The first request drawn in this column (== ``n`` unless consecutive ones were merged)."""
+    ms_min: float = 0.0
+    ms_max: float = 0.0
     carriers: list[str] = field(default_factory=list)
-    cells: dict[int, dict[str, Cell]] = field(default_factory=dict)
-    """stored message index → carrier → cell."""
+    runs: list[Run] = field(default_factory=list)
+    kinds: list[dict[str, Cell]] = field(default_factory=list)
     window: int = 0
-    sent: set[int] = field(default_factory=set)
     switch: bool = False
     retry: bool = False
     learned: list[str] = field(default_factory=list)
     error: str = ""
     notes: list[str] = field(default_factory=list)
     legacy: str = ""
-    first: int = 0
-    """The first request drawn in this column (== ``n`` unless consecutive ones were merged)."""
-    ms_min: float = float("inf")
-    ms_max: float = 0.0
-    """For records written before per-message decisions were logged: the aggregate summary."""
+    """For records written before per-turn decisions were logged: the aggregate summary."""
+    cells: dict[int, dict[str, Cell]] = field(default_factory=dict)
+    """stored message index → carrier → cell; filled only for the columns that are drawn."""
+    sent: set[int] = field(default_factory=set)
+
+    def signature(self, upto: int | None = None) -> list[tuple[int, int, frozenset[tuple[str, Cell]]]]:
+        """The runs with their decisions, cut at stored index ``upto``: equal signatures mean
+        every turn up to there was treated alike."""
+        keys = self.__dict__.get("_keys")
+        if keys is None:
+            keys = self.__dict__["_keys"] = [frozenset(kind.items()) for kind in self.kinds]
+        return [(f, last if upto is None else min(last, upto), keys[k])
+                for f, last, k in self.runs if upto is None or f <= upto]
+
+    def top(self) -> int:
+        return max((last for _, last, _ in self.runs), default=-1)
+
+    def expand(self, rows: Sequence[int]) -> None:
+        """Fill ``cells`` and ``sent`` for the stored assistant turns ``rows`` (sorted)."""
+        for first, last, k in self.runs:
+            lo, hi = bisect.bisect_left(rows, first), bisect.bisect_right(rows, last)
+            for index in {first, last, *rows[lo:hi]}:
+                self.sent.add(index)
+                self.cells[index] = self.kinds[k]  # shared by the run's turns: read-only
 
 
 @dataclass
 class Matrix:
     rows: list[int]
     columns: list[Column]
+    """The drawn columns: the last ``last`` of ``total``."""
+    total: int = 0
+    requests: int = 0
 
 
 DROPPED = "dropped"
 
 
-def _kind_cells(decisions: Sequence[Sequence[Any]], reasons: Sequence[str]) -> tuple[dict[str, Cell], list[str]]:
-    """One decision list → carrier → cell (and the carriers in order)."""
+def _kind_cells(decisions: Sequence[Sequence[Any]], reasons: Sequence[str]) -> dict[str, Cell]:
+    """One decision list → carrier → cell."""
     cells: dict[str, Cell] = {}
     for action, fields, reason_no in decisions:
         reason = reasons[reason_no] if 0 <= reason_no < len(reasons) else ""
@@ -191,32 +222,26 @@ def _kind_cells(decisions: Sequence[Sequence[Any]], reasons: Sequence[str]) -> t
             if cell is None:
                 cells[carrier] = Cell(label, reason)
             elif reason not in cell.reason:
-                cell.reason += f"; {reason}"
-    return cells, list(cells)
+                cells[carrier] = Cell(cell.action, f"{cell.reason}; {reason}")
+    return cells
 
 
-def _column(n: int, rec: Mapping[str, Any], rows: Sequence[int]) -> Column:
-    """One request; ``rows`` (sorted stored assistant indices) expand the record's runs."""
+def _column(n: int, rec: Mapping[str, Any]) -> Column:
+    ms = rec.get("ms")
     col = Column(n, str(rec.get("session") or ""), str(rec.get("event")), when(rec.get("ts")),
                  str(rec.get("route")), str(rec.get("model")), str(rec.get("host")), rec.get("step"),
-                 int(rec.get("status") or 200), rec.get("ms"), first=n,
+                 int(rec.get("status") or 200), ms, first=n,
                  window=int(rec.get("window") or 0), notes=list(rec.get("notes") or []),
                  error=str(rec.get("error") or "") if rec.get("event") == "request_failed" else "")
-    ms = rec.get("ms")
     col.ms_min = col.ms_max = float(ms) if isinstance(ms, int | float) else 0.0
     reasons: Sequence[str] = rec.get("reasons") or []
-    kinds = [_kind_cells(k, reasons) for k in rec.get("kinds") or []]
+    col.kinds = [_kind_cells(k, reasons) for k in rec.get("kinds") or []]
     if "turns" not in rec:
         col.legacy = carried_summary(rec) if rec.get("event") == "request" else ""
     for first, last, k in rec.get("turns") or []:
-        if not 0 <= k < len(kinds):
-            continue
-        cells, carriers = kinds[k]
-        col.carriers += [c for c in carriers if c not in col.carriers]
-        lo, hi = bisect.bisect_left(rows, first), bisect.bisect_right(rows, last)
-        for index in {first, last, *rows[lo:hi]}:
-            col.sent.add(index)
-            col.cells[index] = cells  # shared between the run's turns: read-only from here
+        if 0 <= k < len(col.kinds):
+            col.runs.append((int(first), int(last), k))
+            col.carriers += [c for c in col.kinds[k] if c not in col.carriers]
     if DROPPED in col.carriers:  # the catch-all column last
         col.carriers.remove(DROPPED)
         col.carriers.append(DROPPED)
@@ -228,17 +253,17 @@ def _same_treatment(a: Column, b: Column) -> bool:
     turn ``a`` carried got the same decisions in ``b``."""
     return (a.session, a.route, a.model, a.host, a.window) == (b.session, b.route, b.model, b.host, b.window) \
         and a.status < 400 and b.status < 400 and not a.learned and not b.retry and not a.legacy \
-        and not b.legacy and set(a.carriers) <= set(b.carriers) and a.sent <= b.sent \
-        and all(a.cells.get(i) == b.cells.get(i) for i in a.sent)
+        and not b.legacy and set(a.carriers) <= set(b.carriers) and b.signature(a.top()) == a.signature()
 
 
-def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterable[int]) -> Matrix:
-    """Columns in log order. A column is marked ``switch`` when its route or model differs
-    from the one before, ``retry`` when it follows a learned rejection in the same step;
-    a failed request carries what was learned from it. Consecutive requests that treated
-    every turn they share alike are drawn as one column (``first``..``n``)."""
+def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterable[int], *,
+                   last: int = 0) -> Matrix:
+    """Columns in log order, the last ``last`` drawn (0: all). A column is marked ``switch``
+    when its route or model differs from the one before, ``retry`` when it follows a learned
+    rejection in the same step; a failed request carries what was learned from it.
+    Consecutive requests that treated every turn they share alike are one column
+    (``first``..``n``). Marks are worked out over every request before any is left undrawn."""
     columns: list[Column] = []
-    rows = sorted(set(assistant_rows))
     learned_step: Any = None
     count = 0
     for rec in records:
@@ -253,7 +278,7 @@ def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterabl
         if event not in ("request", "request_failed"):
             continue
         count += 1
-        col = _column(count, rec, rows)
+        col = _column(count, rec)
         prev = columns[-1] if columns else None
         col.switch = prev is not None and (prev.route, prev.model, prev.host) != (col.route, col.model, col.host)
         col.retry = learned_step is not None and learned_step == col.step and prev is not None \
@@ -265,14 +290,18 @@ def request_matrix(records: Iterable[Mapping[str, Any]], assistant_rows: Iterabl
             columns[-1] = col
         else:
             columns.append(col)
-    all_rows = set(rows).union(*(c.sent for c in columns))
-    for col in columns:  # turns a checkpoint had cut from this request
+    drawn = columns[-last:] if last else columns
+    rows = sorted(set(assistant_rows))
+    for col in drawn:
+        col.expand(rows)
+    all_rows = set(rows).union(*(c.sent for c in drawn))
+    for col in drawn:  # turns a checkpoint had cut from this request
         for index in all_rows:
             if index < col.window and index not in col.sent:
                 col.cells[index] = {"cut": Cell("cut", "before the compaction checkpoint: not sent")}
         if col.window and any("cut" in c for c in col.cells.values()) and "cut" not in col.carriers:
             col.carriers.insert(0, "cut")
-    return Matrix(sorted(all_rows), columns)
+    return Matrix(sorted(all_rows), drawn, len(columns), count)
 
 
 # ----------------------------------------------------------------------------- live
