@@ -3,8 +3,8 @@
 The log is a file other processes append to (CLI turns, gateway workers, the proxy), so the
 tail polls its size, like ``hermes logs -f``. Each event's ``id`` is the byte offset after its
 line: a browser reconnecting with ``Last-Event-ID`` resumes exactly there. A stream ends by
-itself after ``lifetime_s`` (the browser reconnects at once), so an open tab never holds up a
-server's graceful shutdown for longer than that.
+itself after ``lifetime_s`` (the browser reconnects 0.3 s later), so an open tab holds up a
+server's graceful shutdown for that long at most: a server cannot tell a stream it is stopping.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ def _start(path: Path, last_id: str | None, backlog: int) -> int:
 
 async def tail_events(path: Path, *, last_id: str | None, session: str | None,
                       shape: Callable[[Mapping[str, Any]], Mapping[str, Any]],
-                      backlog: int = 20, poll_s: float = 0.25, lifetime_s: float = 15.0) -> AsyncIterator[bytes]:
+                      backlog: int = 20, poll_s: float = 0.25, lifetime_s: float = 5.0) -> AsyncIterator[bytes]:
     """SSE bytes for each new record (of ``session`` only, when given), shaped by ``shape``."""
     pos = _start(path, last_id, backlog)
-    yield b"retry: 1000\n\n"
+    yield b"retry: 300\n\n"
     waited = 0.0
     while waited < lifetime_s:
         size = path.stat().st_size if path.exists() else 0
