@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import anyio.to_thread
 import jinja2
@@ -72,8 +72,7 @@ class _Environment(jinja2.Environment):
 
 def _environment() -> jinja2.Environment:
     env = _Environment(loader=jinja2.PackageLoader("hermes.ui", "templates"), autoescape=True,
-                             finalize=_finalize, trim_blocks=True,
-                             lstrip_blocks=True)
+                       finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
     env.globals["row_cells"] = row_cells
     env.filters["pieces"] = lambda s: re.split(r"(?<=[_.])", s)  # carrier names break after _ and .
     return env
@@ -125,7 +124,8 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
             except ApiError as e:
                 if e.status == 401 and request.method == "GET" and "text/html" in request.headers.get("accept", ""):
                     target = safe_next(request.url.path, base_of(request))
-                    return RedirectResponse(f"{base_of(request)}/login?next={target}", 303, headers=HEADERS)
+                    return RedirectResponse(f"{base_of(request)}/login?next={quote(target, safe='/')}", 303,
+                                            headers=HEADERS)
                 return render(request, "error.html", e.status, status=e.status, message=e.message)
             except StoreError as e:
                 return render(request, "error.html", 404, status=404, message=str(e))
