@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 from hermes.config import Config
 from hermes.gateway.app import GatewayOptions, create_app
 from hermes.logs import plan_summary
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult, blob_hash
 from hermes.replay import plan_replay
 from hermes.resolve import resolve
 from hermes.store import Store
@@ -359,3 +359,19 @@ def test_matrix_cells_escape_what_the_log_says(store: Store, tmp_path: Path) -> 
     assert "<img" not in page and "<b>x" not in page
     assert 'title="blob minted by &lt;img src=x onerror=&#34;alert(1)&#34;&gt;"' in page
     assert 'data-carrier="&lt;b&gt;x&lt;/b&gt;"' in page
+
+
+def test_timeline_shows_native_records_as_kind_size_and_hash_never_the_value(store: Store) -> None:
+    from hermes.messages import NativeRecord
+
+    sid = store.list_sessions()[0].id
+    gem = RouteKey("gemini", "generativelanguage.googleapis.com", "gemini-3-pro-preview", "gemini")
+    sig, tool_sig = "GEMINI-SIG-" + "A" * 200, "TOOL-SIG-" + "B" * 100
+    native = NativeRecord(thought_signature=sig, tool_signatures=(("call_1", tool_sig),))
+    store.append_turn(sid, [Message.user("q"), Message("assistant", (Reasoning("", gem, native=native),
+                                                                     ToolCall("call_1", "f", "{}")))])
+    page = client(create_ui(store)).get(f"/s/{sid}").text
+    assert sig not in page and tool_sig not in page
+    assert f"thought_signature {len(sig)} chars sha256:{blob_hash(sig)[:12]}" in page
+    assert f"tool_signature call_1 {len(tool_sig)} chars sha256:{blob_hash(tool_sig)[:12]}" in page
+    assert "native.thought_signature" in page and "native.tool_signatures" in page  # the turn's chips

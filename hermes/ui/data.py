@@ -1,4 +1,4 @@
-"""What the pages show, computed from the store and the request log: pure functions, no HTTP.
+"""What the pages show, computed from the store and the request log (no HTTP here).
 
 Three view models:
 
