@@ -375,3 +375,17 @@ def test_timeline_shows_native_records_as_kind_size_and_hash_never_the_value(sto
     assert f"thought_signature {len(sig)} chars sha256:{blob_hash(sig)[:12]}" in page
     assert f"tool_signature call_1 {len(tool_sig)} chars sha256:{blob_hash(tool_sig)[:12]}" in page
     assert "native.thought_signature" in page and "native.tool_signatures" in page  # the turn's chips
+
+
+def test_wrong_login_tokens_back_off_like_wrong_api_tokens(store: Store) -> None:
+    from hermes.gateway.http import AuthThrottle
+
+    throttle = AuthThrottle(first_s=0.0)
+    c = client(create_ui(store, token=TOKEN, throttle=throttle))
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    for _ in range(3):
+        assert c.post("/login", content="token=guess", headers=form).status_code == 401
+    assert c.get("/", headers={"authorization": "Bearer guess"}).status_code == 401
+    assert throttle.failures["127.0.0.1"][0] == 4  # one back-off step per wrong token
+    assert c.get("/").status_code == 401  # no token given at all: not a guess
+    assert throttle.failures["127.0.0.1"][0] == 4

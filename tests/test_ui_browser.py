@@ -97,7 +97,8 @@ def world(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
     _cli(env, work, "chat", "--resume", branch, "-q", "Another way?", *ds)
     gw_env = {**env, "HERMES_GATEWAY_TOKEN": TOKEN}
     err = root / "gateway.err"
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0"], env=gw_env, cwd=work,
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--allow-base-url",
+                             emulator.root], env=gw_env, cwd=work,
                             stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     try:
         deadline = time.monotonic() + 20

@@ -410,7 +410,7 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         Route("/v1/sessions/{sid}/compress", endpoint(compress), methods=["POST"]),
         Route("/v1/chat/completions", endpoint(completions, openai=True), methods=["POST"]),
         Route("/v1/models", endpoint(models, openai=True), methods=["GET"]),
-        Mount("/ui", app=_ui(store, opts)),
+        Mount("/ui", app=_ui(store, opts, state.auth_failures)),
     ]
     hosts = allowed_hosts(opts.bound_host, (*config.allowed_hosts, *opts.allowed_hosts))
     guard = Middleware(Guard, hosts=hosts, origins=(*config.allowed_origins, *opts.allowed_origins))
@@ -420,11 +420,12 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
     return app
 
 
-def _ui(store: Any, opts: GatewayOptions) -> Any:
-    """The web view (docs/ui.md) under the API's token; loopback only without one."""
+def _ui(store: Any, opts: GatewayOptions, throttle: AuthThrottle) -> Any:
+    """The web view (docs/ui.md) under the API's token, wrong tokens slowed down alike; loopback
+    only without one. The Host/Origin guard wraps it with the rest of the app."""
     from ..ui import create_ui
 
-    return create_ui(store, token=opts.token)
+    return create_ui(store, token=opts.token, throttle=throttle)
 
 
 def _check_route(state: GatewayState, req: TurnRequest, info: Any) -> None:

@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from ..errors import StoreError, redact, register_secret
-from ..gateway.http import ApiError
+from ..gateway.http import ApiError, AuthThrottle
 from ..logs import LOG_NAME, read_log
 from .auth import COOKIE, Guard, safe_next
 from .cells import row_cells
@@ -93,9 +93,10 @@ def _log_files(log: Path) -> list[Path]:
 
 
 def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = None,
-              guard: Callable[[Request], None] | None = None) -> Starlette:
+              guard: Callable[[Request], None] | None = None, throttle: AuthThrottle | None = None) -> Starlette:
     """The UI app over ``store``. ``token``: the API token (login form + cookie), or None for
-    loopback only. ``guard``: extra checks run first (the gateway's Host/Origin rules)."""
+    loopback only. ``guard``: extra checks run first. ``throttle``: the gateway's back-off for
+    wrong tokens, applied to a wrong login or bearer token here too."""
     from ..paths import logs_dir
 
     _register_env_secrets()
@@ -117,7 +118,12 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
         async def wrapped(request: Request) -> Response:
             try:
                 if login:
-                    auth.check(request)
+                    try:
+                        auth.check(request)
+                    except ApiError as e:
+                        if e.status == 401 and throttle is not None and "authorization" in request.headers:
+                            await throttle.failed(request)  # a bearer token was given, and it was wrong
+                        raise
                 elif auth.extra is not None:
                     auth.extra(request)
                 return await fn(request)
@@ -190,6 +196,8 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
         if auth.token is None:
             return RedirectResponse(target, 303, headers=HEADERS)
         if not auth.matches(form.get("token", "")):
+            if throttle is not None:
+                await throttle.failed(request)
             return render(request, "login.html", 401, next=target, failed=True)
         resp = RedirectResponse(target, 303, headers=HEADERS)
         resp.set_cookie(COOKIE, auth.cookie_value(), httponly=True, samesite="strict", path=base_of(request) + "/",
