@@ -93,16 +93,17 @@ def _log_files(log: Path) -> list[Path]:
 
 
 def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = None,
-              guard: Callable[[Request], None] | None = None, throttle: AuthThrottle | None = None) -> Starlette:
+              throttle: AuthThrottle | None = None) -> Starlette:
     """The UI app over ``store``. ``token``: the API token (login form + cookie), or None for
-    loopback only. ``guard``: extra checks run first. ``throttle``: the gateway's back-off for
-    wrong tokens, applied to a wrong login or bearer token here too."""
+    loopback only. ``throttle``: the gateway's back-off for wrong tokens, applied to a wrong
+    login or bearer token here too. The gateway's Host/Origin guard is middleware around the
+    whole app, so it covers these pages as well."""
     from ..paths import logs_dir
 
     _register_env_secrets()
     register_secret(token)
     env = _environment()
-    auth = Guard(token, guard)
+    auth = Guard(token)
 
     def log() -> Path:  # looked up per request: creating the app must not touch HERMES_HOME
         return log_path or logs_dir() / LOG_NAME
@@ -124,8 +125,6 @@ def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = N
                         if e.status == 401 and throttle is not None and "authorization" in request.headers:
                             await throttle.failed(request)  # a bearer token was given, and it was wrong
                         raise
-                elif auth.extra is not None:
-                    auth.extra(request)
                 return await fn(request)
             except ApiError as e:
                 if e.status == 401 and request.method == "GET" and "text/html" in request.headers.get("accept", ""):

@@ -10,10 +10,8 @@ when no token is configured — loopback clients only.
 * Without a token: the peer address must be loopback **and** the Host header must name a
   loopback host. The second check stops DNS rebinding, where a web page on some other name
   that resolves to 127.0.0.1 would otherwise read this loopback server from the victim's browser.
-* Every POST (login, logout) whose Origin names another host is refused.
-
-``extra`` is a hook for the gateway's Host/Origin rules: any callable that raises to refuse a
-request is run before ours.
+* Every POST (login, logout) whose Origin names another host is refused (the gateway's own
+  Host/Origin middleware says the same for everything it serves; ``hermes ui`` has only this).
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -56,14 +53,11 @@ def safe_next(value: str | None, base: str) -> str:
 
 
 class Guard:
-    def __init__(self, token: str | None, extra: Callable[[Request], None] | None = None) -> None:
+    def __init__(self, token: str | None) -> None:
         self.token = token or None
-        self.extra = extra
 
     def check(self, request: Request) -> None:
         """Raise ``ApiError`` (401 login needed, 403 refused) unless the request may see the UI."""
-        if self.extra is not None:
-            self.extra(request)
         if self.token is None:
             peer = request.client.host if request.client else ""
             if not (is_loopback_host(peer) and is_loopback_host(request.headers.get("host", ""))):
