@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from ..gateway.guard import host_name
 from ..gateway.http import ApiError, require_auth
+from ..gateway.server import is_loopback
 
 __all__ = ["COOKIE", "Guard", "is_loopback_host", "safe_next"]
 
@@ -32,17 +33,7 @@ COOKIE = "hermes_ui"
 
 def is_loopback_host(host: str) -> bool:
     """``localhost``, ``127.0.0.0/8`` or ``::1``, with or without a port (Host header form)."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        host = host[1:].split("]", 1)[0]
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(host_name(host))
 
 
 def safe_next(value: str | None, base: str) -> str:
