@@ -277,8 +277,7 @@ def test_a_live_request_appears(page: Any, world: World) -> None:
     r = httpx.post(f"{world.url}/v1/sessions/{sid}/messages", headers=auth, json={"content": "live?"}, timeout=60)
     assert r.status_code == 200, r.text
     row = page.locator(f"#live tbody tr:has(a:text-is('{sid}'))")
-    row.first.wait_for(timeout=10_000)
-    assert row.count() == 2  # a tool step and the answer
+    sync_api.expect(row).to_have_count(2, timeout=10_000)  # a tool step and the answer
     cells = row.first.locator("td").all_inner_texts()
     assert cells[1] == "request" and cells[3] == "deepseek" and cells[6] == "200"
     assert "reasoning_content" in cells[8] or "RC" in cells[8]
