@@ -3,6 +3,15 @@
 It records which reasoning went where — route, host, model, and per carrier field the number
 of messages, total characters and short hashes of blobs — never reasoning text, blob values or
 keys. Files rotate at 5 MB (3 kept) and are created 0600. ``hermes logs`` reads them back.
+
+A ``request`` record also carries the planner's decision for every assistant message it
+replayed, run-length encoded so a long session costs a line per change, not per turn:
+``turns`` is ``[[first index, last index, kind], ...]`` — every assistant message stored
+between the two indices got decision list number ``kind`` of ``kinds`` (each
+``[[action, fields, reason number], ...]``), and ``reasons`` holds each reason string once.
+``window`` is the first stored index sent (earlier messages were cut by a compaction
+checkpoint). The web view's request matrix draws these. Reasons name routes, hosts and
+models, never reasoning text or blob values.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from .errors import redact
 from .messages import Reasoning
 from .paths import logs_dir
 
-__all__ = ["LOG_NAME", "log_event", "plan_summary", "read_log"]
+__all__ = ["LOG_NAME", "carried_summary", "log_event", "plan_summary", "read_log"]
 
 LOG_NAME = "hermes.log"
 _logger: logging.Logger | None = None
@@ -45,7 +54,18 @@ def plan_summary(plan: Any) -> dict[str, Any]:
             f["hashes"].append(_short(blob))
 
     pads = 0
+    reasons: dict[str, int] = {}
+    kinds: dict[tuple[tuple[str, str, int], ...], int] = {}
+    turns: list[list[int]] = []  # runs of assistant messages with the same decisions
     for m in plan.messages:
+        if m.role == "assistant":
+            kind = tuple((d.action, ",".join(d.fields), reasons.setdefault(d.reason, len(reasons)))
+                         for d in m.decisions)
+            k = kinds.setdefault(kind, len(kinds))
+            if turns and turns[-1][2] == k:
+                turns[-1][1] = m.index
+            else:
+                turns.append([m.index, m.index, k])
         for name, value in m.fields.items():
             raw = value if isinstance(value, str) else orjson.dumps(value).decode()
             add(name, len(raw), raw if name in ("reasoning_details", "reasoning_opaque", "extra_content") else None)
@@ -62,7 +82,28 @@ def plan_summary(plan: Any) -> dict[str, Any]:
             fields.setdefault("dropped_parts", {"messages": 0, "chars": 0, "hashes": []})["messages"] += dropped
     t = plan.target
     return {"route": t.route.key, "host": t.host, "model": t.model, "wire": t.route.wire,
-            "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking}
+            "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,
+            "window": plan.messages[0].index if plan.messages else 0,
+            "turns": turns, "kinds": [[list(d) for d in kind] for kind in kinds], "reasons": list(reasons),
+            "notes": list(plan.notes)}
+
+
+_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
+
+
+def carried_summary(rec: Mapping[str, Any]) -> str:
+    """One short phrase for what a ``request`` record carried (``hermes logs``, the live view)."""
+    bits = []
+    for name, f in (rec.get("fields") or {}).items():
+        label = _SHORT.get(name, name)
+        hashes = f" #{','.join(f['hashes'][:2])}" if f.get("hashes") else ""
+        bits.append(f"{label} {f['messages']}×{f['chars']}ch{hashes}" if name != "dropped_parts"
+                    else f"dropped {f['messages']}")
+    if rec.get("pads"):
+        bits.append(f"pad×{rec['pads']}")
+    if rec.get("switches"):
+        bits.append("switches " + ",".join(rec["switches"]))
+    return "; ".join(bits) or "no reasoning"
 
 
 def _get_logger() -> logging.Logger:

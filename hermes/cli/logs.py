@@ -8,10 +8,9 @@ from typing import Any
 
 import click
 
+from ..logs import carried_summary
+
 __all__ = ["format_record", "logs"]
-
-_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
-
 
 def format_record(rec: Mapping[str, Any]) -> str:
     """One human line per log record."""
@@ -20,18 +19,7 @@ def format_record(rec: Mapping[str, Any]) -> str:
     where = f"{rec.get('route')}@{rec.get('host')}/{rec.get('model')}"
     event = rec.get("event")
     if event == "request":
-        fields = rec.get("fields") or {}
-        bits = []
-        for name, f in fields.items():
-            label = _SHORT.get(name, name)
-            hashes = f" #{','.join(f['hashes'][:2])}" if f.get("hashes") else ""
-            bits.append(f"{label} {f['messages']}×{f['chars']}ch{hashes}" if name != "dropped_parts"
-                        else f"dropped {f['messages']}")
-        if rec.get("pads"):
-            bits.append(f"pad×{rec['pads']}")
-        if rec.get("switches"):
-            bits.append("switches " + ",".join(rec["switches"]))
-        sent = "; ".join(bits) or "no reasoning"
+        sent = carried_summary(rec)
         usage = rec.get("usage") or {}
         tokens = usage.get("prompt_tokens") or usage.get("input_tokens") or usage.get("inputTokens")
         tail = f" · {tokens} prompt tokens" if tokens else ""

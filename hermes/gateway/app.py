@@ -10,7 +10,8 @@ Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when
 * ``POST /v1/sessions/{id}/compress`` — ``{keep_last?}`` → ``hermes.compaction.compress_session``;
 * ``POST /v1/chat/completions`` — OpenAI facade, session named by ``X-Hermes-Session`` or
   created on first use (``compat``); ``GET /v1/models``;
-* ``GET /healthz``.
+* ``GET /healthz``;
+* ``/ui/`` — the web view (``hermes.ui``): login form + cookie with the same token.
 
 Before any endpoint runs: the ``Host`` / ``Origin`` guard (``guard``), then bearer auth with
 throttled failures; JSON bodies are bounded in size and time (``http.read_json``). A client's
@@ -39,7 +40,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from ..config import Config
 from ..errors import redact
@@ -409,6 +410,7 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         Route("/v1/sessions/{sid}/compress", endpoint(compress), methods=["POST"]),
         Route("/v1/chat/completions", endpoint(completions, openai=True), methods=["POST"]),
         Route("/v1/models", endpoint(models, openai=True), methods=["GET"]),
+        Mount("/ui", app=_ui(store, opts, state.auth_failures)),
     ]
     hosts = allowed_hosts(opts.bound_host, (*config.allowed_hosts, *opts.allowed_hosts))
     guard = Middleware(Guard, hosts=hosts, origins=(*config.allowed_origins, *opts.allowed_origins))
@@ -416,6 +418,14 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
                     middleware=[guard])
     app.state.gateway = state
     return app
+
+
+def _ui(store: Any, opts: GatewayOptions, throttle: AuthThrottle) -> Any:
+    """The web view (docs/ui.md) under the API's token, wrong tokens slowed down alike; loopback
+    only without one. The Host/Origin guard wraps it with the rest of the app."""
+    from ..ui import create_ui
+
+    return create_ui(store, token=opts.token, throttle=throttle)
 
 
 def _check_route(state: GatewayState, req: TurnRequest, info: Any) -> None:

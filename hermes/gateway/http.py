@@ -127,18 +127,23 @@ class AuthThrottle:
         try:
             require_auth(request, token)
         except ApiError:
-            import asyncio
-            import time
-
-            who = request.client.host if request.client else ""
-            now = time.monotonic()
-            count, last = self.failures.get(who, (0, now))
-            count = 1 if now - last > self.forget_s else count + 1
-            if len(self.failures) > 10_000:
-                self.failures.clear()
-            self.failures[who] = (count, now)
-            await asyncio.sleep(min(self.max_s, self.first_s * 2 ** (count - 1)))
+            await self.failed(request)
             raise
+
+    async def failed(self, request: Request) -> None:
+        """Wait this client's next back-off step: it just gave a wrong token (here, or in the
+        web view's login form)."""
+        import asyncio
+        import time
+
+        who = request.client.host if request.client else ""
+        now = time.monotonic()
+        count, last = self.failures.get(who, (0, now))
+        count = 1 if now - last > self.forget_s else count + 1
+        if len(self.failures) > 10_000:
+            self.failures.clear()
+        self.failures[who] = (count, now)
+        await asyncio.sleep(min(self.max_s, self.first_s * 2 ** (count - 1)))
 
 
 async def read_json(request: Request, limit: int, *, optional: bool = False,
