@@ -88,14 +88,14 @@ def plan_summary(plan: Any) -> dict[str, Any]:
             "notes": list(plan.notes)}
 
 
-_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
+SHORT_NAMES = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
 
 
 def carried_summary(rec: Mapping[str, Any]) -> str:
     """One short phrase for what a ``request`` record carried (``hermes logs``, the live view)."""
     bits = []
     for name, f in (rec.get("fields") or {}).items():
-        label = _SHORT.get(name, name)
+        label = SHORT_NAMES.get(name, name)
         hashes = f" #{','.join(f['hashes'][:2])}" if f.get("hashes") else ""
         bits.append(f"{label} {f['messages']}×{f['chars']}ch{hashes}" if name != "dropped_parts"
                     else f"dropped {f['messages']}")

@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
-from ..logs import carried_summary
+from ..logs import SHORT_NAMES, carried_summary
 
 __all__ = ["format_record", "logs"]
+
 
 def format_record(rec: Mapping[str, Any]) -> str:
     """One human line per log record."""
@@ -38,7 +39,7 @@ def _proxy_line(ts: str, where: str, rec: Mapping[str, Any]) -> str:
     """A proxied request: per assistant message what was restored, padded or stripped."""
     bits = []
     for m in rec.get("messages") or []:
-        what = [f"{verb} {','.join(_SHORT.get(f, f) for f in m[verb])}" for verb in ("restored", "padded", "stripped")
+        what = [f"{verb} {','.join(SHORT_NAMES.get(f, f) for f in m[verb])}" for verb in ("restored", "padded", "stripped")
                 if m.get(verb)]
         if m.get("note"):
             what.append(m["note"])

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ..logs import SHORT_NAMES
 from ..models import Profile
 from ..routes import Route
 from ._common import echo_json, resolve_cli, route_table
@@ -14,15 +15,13 @@ from .routes_learned import forget, learned
 
 __all__ = ["routes"]
 
-_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
-
 
 def _carriers(r: Route) -> str:
     if r.wire != "openai_chat":
         return f"native ({r.policy})" if r.policy != "fields" else "native"
     if r.strict:
         return "none (strict)"
-    names = [_SHORT[c] for c in ("reasoning_content", "reasoning", "reasoning_details") if c in r.carriers]
+    names = [SHORT_NAMES[c] for c in ("reasoning_content", "reasoning", "reasoning_details") if c in r.carriers]
     return "+".join(names) if names else "-"
 
 
