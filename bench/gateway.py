@@ -5,7 +5,7 @@ Setup: the emulators in this process (zero latency: no delays, no faults), one
 ``openai-responses`` (a turn = user message, a tool call, a tool result, an answer: two model
 calls and two store commits).
 
-For each concurrency level N (1, 8, 32) two runs of N sessions x TURNS turns each, with the
+For each concurrency level N (1, 16, 32) two runs of N sessions x TURNS turns each, with the
 same texts and the same history lengths:
 
 * **direct** — N threads in a child process calling ``Agent.run_turn`` on their own sessions
@@ -15,8 +15,12 @@ same texts and the same history lengths:
 ``added`` at a percentile is gateway latency minus direct latency at that percentile: HTTP,
 JSON, the session lock (database round trips), the worker-thread hop and route resolution.
 
-Run: ``PYTHONPATH=. python bench/gateway.py [--turns 20]``. Last line:
-``gateway p99_overhead_ms_32 X.X``.
+Figures (one ``gateway <metric> <value>`` line each, for ``bench/run``): p50 added latency at
+1 session, p99 added at 16, p99 added at 32, throughput gateway / direct at 32 sessions (turns
+per second of each run over its own wall time), and the gateway process's peak RSS after
+holding 32 sessions (``VmHWM``).
+
+Run: ``PYTHONPATH=. python bench/gateway.py [--turns 20] [--levels 1,16,32]``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,17 @@ ROUTE, MODEL, KEY = "openai-responses", "gpt-5", "sk-bench-0000000000"
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(p / 100 * len(s)) - 1))]
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """``VmHWM`` (peak resident set) of a live process, in MiB; None where /proc has no such line."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
 
 
 def start_gateway(home: Path, allow: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -130,7 +145,7 @@ def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=20, help="turns per session (default 20)")
-    ap.add_argument("--levels", default="1,8,32")
+    ap.add_argument("--levels", default="1,16,32")
     ap.add_argument("--direct-worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.direct_worker:
@@ -151,27 +166,36 @@ def main() -> None:
             run_gateway(base, url, 2, 3)  # warm-up: imports, connections, the HTTP pool
             rows = []
             for n in (int(x) for x in args.levels.split(",")):
-                d_lat, _ = run_direct(url, home, n, args.turns)
+                d_lat, d_wall = run_direct(url, home, n, args.turns)
                 g_lat, g_wall = run_gateway(base, url, n, args.turns)
                 ms = {p: (pct(g_lat, p) - pct(d_lat, p)) * 1000 for p in (50, 99)}
-                rows.append((n, len(g_lat) / g_wall, pct(d_lat, 50) * 1000, pct(g_lat, 50) * 1000,
-                             pct(d_lat, 99) * 1000, pct(g_lat, 99) * 1000, ms[50], ms[99],
+                rows.append((n, len(d_lat) / d_wall, len(g_lat) / g_wall, pct(d_lat, 50) * 1000,
+                             pct(g_lat, 50) * 1000, pct(d_lat, 99) * 1000, pct(g_lat, 99) * 1000, ms[50], ms[99],
                              statistics.mean(g_lat) * 1000 - statistics.mean(d_lat) * 1000))
+            rss_mb = peak_rss_mb(proc.pid)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
     print(f"gateway bench: {ROUTE} emulator (zero latency), {args.turns} turns per session, "
           "2 model calls + 2 commits per turn")
-    head = ("sessions", "turns/s", "direct p50", "gw p50", "direct p99", "gw p99", "added p50", "added p99",
+    head = ("sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99", "added p50", "added p99",
             "added mean")
     print("  ".join(f"{h:>10}" for h in head))
     for row in rows:
         print("  ".join(f"{row[0]:>10}" if i == 0 else f"{v:>10.1f}" for i, v in enumerate(row)))
     print("(latencies in ms; added = gateway minus direct Agent.run_turn at the same percentile)")
-    last = next((r for r in rows if r[0] == 32), rows[-1])
-    if last[7] < 0:
-        print(f"(added p99 at {last[0]} is {last[7]:.1f} ms: below this machine's run-to-run noise; reported as 0)")
-    print(f"gateway p99_overhead_ms_32 {max(0.0, last[7]):.1f}")
+    by = {r[0]: r for r in rows}
+    if 1 in by:
+        print(f"gateway p50_added_ms_1 {by[1][7]:.2f}")
+    if 16 in by:
+        print(f"gateway p99_added_ms_16 {by[16][8]:.1f}")
+    if rss_mb:
+        print(f"gateway rss_mb_32 {rss_mb:.1f}  (peak RSS of the gateway process after the runs)")
+    last = by.get(32, rows[-1])
+    print(f"gateway throughput_ratio_32 {last[2] / last[1]:.2f}  (gateway / direct turns per second)")
+    if last[8] < 0:
+        print(f"(added p99 at {last[0]} is {last[8]:.1f} ms: below this machine's run-to-run noise)")
+    print(f"gateway p99_overhead_ms_32 {last[8]:.1f}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ Two figures per route:
   only the new messages are planned and rendered, the rest is reused.
 
     python bench/replay_build.py      # prints `replay_build ratio X.XX` (step, worst route; target ≤ 1.5×)
+    python bench/replay_build.py --instructions   # + cold build vs orjson.dumps in instructions (callgrind)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _instr
 from _timing import best_of
 
 from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
@@ -73,9 +75,39 @@ def measure(key: str, model: str) -> tuple[float, float]:
     return cold / baseline, warm / baseline
 
 
+def count_worker(route: int, what: str) -> None:
+    """Under callgrind (see ``_instr.count_region``): one cold build or one ``orjson.dumps``."""
+    key, model = ROUTES[route]
+    target = resolve(key, None, model)
+    history = [m for i in range(2000) for m in turn(target, i)]
+    if what == "cold":
+        _instr.region(lambda: build(target, history, None))
+    else:
+        body = orjson.loads(build(target, history, None))
+        _instr.region(lambda: orjson.dumps(body))
+
+
+def instructions() -> None:
+    ratios = []
+    for i, (key, _) in enumerate(ROUTES):
+        argv = [_instr.python(), __file__, "--count", str(i)]
+        cold, base = (_instr.count_region([*argv, w]) for w in ("cold", "dumps"))
+        if cold and base:
+            print(f"replay_build[{key}]: instructions cold build {cold / 1e6:.0f} M, orjson.dumps {base / 1e6:.1f} M "
+                  f"({cold / base:.1f}×)")
+            ratios.append(cold / base)
+    if ratios:
+        print(f"replay_build instr_ratio {max(ratios):.2f}  (cold build, worst route)")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--count"]:
+        count_worker(int(sys.argv[2]), sys.argv[3])
+        return
     results = [measure(key, model) for key, model in ROUTES]
-    print(f"replay_build cold ratio {max(c for c, _ in results):.2f}  (first build in a fresh process)")
+    print(f"replay_build cold_ratio {max(c for c, _ in results):.2f}  (first build in a fresh process)")
+    if "--instructions" in sys.argv and _instr.available():
+        instructions()
     print(f"replay_build ratio {max(w for _, w in results):.2f}  (next-step build, worst route; target ≤ 1.5×)")
 
 

@@ -4,7 +4,8 @@
 ``orjson.loads`` every data line; (b) ours: ``provider.iter_sse`` → ``ChatDecoder.decode_event``
 → ``Accumulator`` fold into the stored turn. Prints both timings and the ratio (target ≤ 1.5×).
 
-Run: ``python bench/stream_fold.py [N]``.
+Run: ``python bench/stream_fold.py [N] [--instructions]`` (the latter also counts both sides'
+instructions under callgrind on 10k deltas: stable on a loaded machine).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout, not an installed copy
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _instr
 
 from hermes.messages import RouteKey
 from hermes.provider import iter_sse
@@ -93,5 +96,21 @@ def main(n: int = 100_000) -> float:
     return b / a
 
 
+def instructions(n: int = 10_000) -> None:
+    argv = [_instr.python(), __file__, "--count", str(n)]
+    a, b = (_instr.count_region([*argv, w]) for w in ("baseline", "ours"))
+    if a and b:
+        print(f"instructions ({n} deltas): baseline {a / 1e6:.0f} M, ours {b / 1e6:.0f} M")
+        print(f"stream_fold instr_ratio {b / a:.2f}")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
+    if sys.argv[1:2] == ["--count"]:  # under callgrind: one side, counted
+        body = make_stream(int(sys.argv[2])).split("\n")
+        fn = baseline if sys.argv[3] == "baseline" else ours
+        _instr.region(lambda: fn(body))
+        sys.exit()
+    args = [a for a in sys.argv[1:] if a != "--instructions"]
+    if "--instructions" in sys.argv and _instr.available():
+        instructions()
+    main(int(args[0]) if args else 100_000)
