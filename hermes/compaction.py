@@ -472,7 +472,8 @@ class AutoCompactor:
         factor = token_factor(agent.store, resolved)
         full = [*history, *pending]
         tools = agent.toolbox.specs
-        est = estimate_history(full, resolved, learned=learned, settings=agent.settings, tools=tools, factor=factor)
+        est = estimate_history(full, resolved, learned=learned, settings=agent.settings, tools=tools, factor=factor,
+                               cache=getattr(agent, "cache", None))
         if est <= budget:
             return history
         agent._emit("compacting", {"estimate": est, "budget": budget})
@@ -492,5 +493,5 @@ class AutoCompactor:
 
     def after_request(self, agent: Any, resolved: Resolved, exchange: Any) -> None:
         """Usage feedback: reported prompt tokens correct the (provider, host, model) factor."""
-        raw = raw_plan_tokens(exchange.plan, tools=agent.toolbox.specs)
+        raw = raw_plan_tokens(exchange.plan, tools=agent.toolbox.specs, cache=getattr(agent, "cache", None))
         observe_usage(agent.store, resolved, raw, exchange.response.usage)

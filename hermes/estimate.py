@@ -35,7 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 from .messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
-from .replay import Learned, PlannedMessage, ReplayPlan, Settings, plan_replay
+from .replay import BuildCache, Learned, PlannedMessage, ReplayPlan, Settings, plan_replay
 from .resolve import Resolved
 from .wire import ToolSpec
 
@@ -274,11 +274,14 @@ def message_cost(pm: PlannedMessage, basis: Basis) -> int:
     return cost
 
 
-def plan_costs(plan: ReplayPlan) -> list[int]:
+def plan_costs(plan: ReplayPlan, cache: BuildCache | None = None) -> list[int]:
     """Raw cost of each planned message, in plan order (``plan.messages[i].index`` says which
-    stored message it is)."""
+    stored message it is). With the conversation's ``cache`` a planned message reused from the
+    previous plan is priced once, not before and after every request."""
     basis = basis_for(plan.target)
-    return [message_cost(pm, basis) for pm in plan.messages]
+    if cache is None:
+        return [message_cost(pm, basis) for pm in plan.messages]
+    return [cache.cost(pm, basis, lambda pm=pm: message_cost(pm, basis)) for pm in plan.messages]
 
 
 def tools_cost(tools: Sequence[ToolSpec], basis: Basis) -> int:
@@ -288,14 +291,15 @@ def tools_cost(tools: Sequence[ToolSpec], basis: Basis) -> int:
                + count_text(orjson.dumps(dict(t.parameters)).decode(), basis) for t in tools)
 
 
-def raw_plan_tokens(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = ()) -> int:
+def raw_plan_tokens(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), cache: BuildCache | None = None) -> int:
     """The uncorrected estimate of a plan: what the usage factor is learned against."""
-    return REQUEST_BASE + tools_cost(tools, basis_for(plan.target)) + sum(plan_costs(plan))
+    return REQUEST_BASE + tools_cost(tools, basis_for(plan.target)) + sum(plan_costs(plan, cache))
 
 
-def estimate_plan(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), factor: float = 1.0) -> int:
+def estimate_plan(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), factor: float = 1.0,
+                  cache: BuildCache | None = None) -> int:
     """Prompt tokens of the request ``plan`` renders, corrected by the learned ``factor``."""
-    return math.ceil(raw_plan_tokens(plan, tools=tools) * factor)
+    return math.ceil(raw_plan_tokens(plan, tools=tools, cache=cache) * factor)
 
 
 def estimate_history(
@@ -306,9 +310,14 @@ def estimate_history(
     settings: Settings = Settings(),
     tools: Sequence[ToolSpec] = (),
     factor: float = 1.0,
+    cache: BuildCache | None = None,
 ) -> int:
-    """Plan ``history`` for ``resolved`` (exactly as the request will be), then price the plan."""
-    return estimate_plan(plan_replay(history, resolved, learned, settings), tools=tools, factor=factor)
+    """Plan ``history`` for ``resolved`` (exactly as the request will be), then price the plan.
+
+    With the conversation's ``cache`` (``Agent.cache``) the plan is the one the request then
+    reuses, and only messages new since the previous request are planned and priced."""
+    plan = plan_replay(history, resolved, learned, settings, cache=cache)
+    return estimate_plan(plan, tools=tools, factor=factor, cache=cache)
 
 
 # ----------------------------------------------------------------------------- usage feedback

@@ -139,10 +139,12 @@ class BuildCache:
     shared between requests: treat plans and rendered bodies as read-only.
     """
 
-    __slots__ = ("_entries", "last_ids", "last_plan", "last_render", "last_window")
+    __slots__ = ("_costs", "_entries", "last_ids", "last_plan", "last_render", "last_window")
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[object, object, Any]] = {}
+        self._costs: dict[int, tuple[object, object, int]] = {}
+        """Token cost per planned message (``estimate``), apart so it never evicts a render."""
         self.last_plan: tuple[object, Sequence[Message], int, list[PlannedMessage]] | None = None
         """(key, messages, loop start, planned) of the previous plan: its prefix is reused whole."""
         self.last_window: tuple[list[Message], int] | None = None
@@ -159,6 +161,16 @@ class BuildCache:
             return e[2]
         value = compute()
         self._entries[id(obj)] = (obj, key, value)
+        return value
+
+    def cost(self, obj: object, key: object, compute: Any) -> int:
+        """``get`` for the token estimate of a planned message: the preflight before every
+        request and the usage feedback after it price the same plan, so each message once."""
+        e = self._costs.get(id(obj))
+        if e is not None and e[0] is obj and e[1] == key:
+            return e[2]
+        value: int = compute()
+        self._costs[id(obj)] = (obj, key, value)
         return value
 
 
