@@ -41,6 +41,8 @@ class TurnResult:
     learned: list[str] = field(default_factory=list)
     usage: list[dict[str, Any]] = field(default_factory=list)
     """Each model call's usage as the provider reported it (the gateway sums them)."""
+    history: list[Message] = field(default_factory=list)
+    """The session's whole stored history after the turn (what ``hermes.hot`` keeps)."""
 
 
 @dataclass
@@ -66,10 +68,14 @@ class Agent:
         if self.on_event is not None:
             self.on_event(kind, payload)
 
-    def run_turn(self, session_id: str, user_text: str, resolved: Resolved) -> TurnResult:
+    def run_turn(self, session_id: str, user_text: str, resolved: Resolved, *,
+                 history: list[Message] | None = None) -> TurnResult:
+        """One user turn. ``history``: the stored history when the caller already holds it
+        (``hermes.hot``); else it is loaded."""
         from .rejections import RetryState, learned_for, recover
 
-        history = self.store.load(session_id)
+        if history is None:
+            history = self.store.load(session_id)
         pending: list[Message] = [Message.user(user_text)]
         result = TurnResult(session_id, "", 0, "step_limit")
         for step in range(self.max_steps):
@@ -105,6 +111,7 @@ class Agent:
             if not assistant.tool_calls:
                 result.answer, result.stopped = assistant.text, "answer"
                 break
+        result.history = history
         return result
 
     def _request(self, session_id: str, resolved: Resolved, history: list[Message], learned: Any,

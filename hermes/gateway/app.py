@@ -44,6 +44,7 @@ from starlette.routing import Mount, Route
 
 from ..config import Config
 from ..errors import redact
+from ..hot import HotSessions
 from ..logs import log_event
 from ..replay import Settings
 from ..resolve import Resolved
@@ -116,6 +117,8 @@ class GatewayState:
 
     toolbox: Toolbox = field(init=False)
     """Built once: scanning the ``hermes.tools`` entry points costs ~40 ms, too much per turn."""
+    hot: HotSessions = field(default_factory=HotSessions)
+    """Recent sessions' history and build cache: a turn loads and builds only what is new."""
 
     def __post_init__(self) -> None:
         self.transport = Transport()
@@ -157,6 +160,7 @@ class GatewayState:
                                 session=info)
         self.check_client_url(resolved, req.base_url)
         key = find_key(resolved.route)
+        history, cache = self.hot.checkout(self.store, info)
         url = self.explicit_url(resolved, req.base_url)
         switching = bool(req.provider or req.model or req.base_url)
         if switching and (info.provider, info.model, info.base_url) != (resolved.route.key, resolved.model, url):
@@ -165,7 +169,9 @@ class GatewayState:
                       stream=self.config.stream if self.options.provider_stream is None else self.options.provider_stream,
                       api_key=key, max_steps=self.options.max_steps or self.config.max_steps, on_event=on_event,
                       transport=self.transport, compactor=AutoCompactor(budget=self.config.context_budget or None))
-        result = agent.run_turn(info.id, req.content, resolved)
+        agent.cache = cache
+        result = agent.run_turn(info.id, req.content, resolved, history=history)
+        self.hot.checkin(info, result.history, cache)
         return {"session_id": info.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
                 "learned": result.learned, "usage": openai_usage(result.usage), **describe(resolved)}
 

@@ -53,7 +53,7 @@ _LOAD_SQL = (
     " FROM messages m"
     " LEFT JOIN parts p ON p.session_id = m.session_id AND p.seq = m.seq"
     " LEFT JOIN blobs b ON b.hash = p.blob_hash"
-    " WHERE m.session_id = ? ORDER BY m.seq, p.position"
+    " WHERE m.session_id = ? AND m.seq >= ? ORDER BY m.seq, p.position"
 )
 
 
@@ -218,13 +218,18 @@ class Store:
 
     def load(self, session_id: str) -> list[Message]:
         """The whole history, in order: one existence check plus one joined query."""
+        return self.load_tail(session_id, 0)
+
+    def load_tail(self, session_id: str, start: int) -> list[Message]:
+        """The messages from position ``start`` on (``load`` is ``start=0``): what a process that
+        holds the first ``start`` messages (``hermes.hot``) needs after another one committed."""
         if not self._read("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
             raise self._unknown(session_id)
         out: list[Message] = []
         parts: list[Part] = []
         role: Role
         seq, role = -1, "user"
-        for mseq, mrole, kind, text, data, blob in self._read(_LOAD_SQL, (session_id,)):
+        for mseq, mrole, kind, text, data, blob in self._read(_LOAD_SQL, (session_id, start)):
             if mseq != seq:
                 if seq >= 0:
                     out.append(Message(role, tuple(parts)))

@@ -1,0 +1,89 @@
+"""Hot sessions: a per-process cache of recent conversations, so a turn on an active session
+loads and builds only what is new.
+
+A long-running server (the gateway, the proxy) runs many turns on the same sessions. Without
+this, every turn loads the whole history from the store and plans and renders every message
+again in a fresh ``BuildCache`` — a cold build per turn. ``HotSessions`` keeps, per session,
+the history as it was after the last turn this process ran and that conversation's
+``BuildCache``.
+
+Correctness rests on one store fact: a session's messages are append-only (turns are
+appended, never rewritten; compaction and branching append or copy), so the session's
+message count is its version. ``checkout`` compares the cached count with the count the
+store reports *under the session lock*:
+
+* equal — the cached history is the stored one: nothing is loaded, the cache is warm;
+* larger in the store — another worker (or process) committed turns since: only the new
+  messages are loaded (``Store.load_tail``) and appended; the cache keeps its entries;
+* anything else (smaller, a recreated session, no entry) — a full load and a new cache.
+
+So a turn committed elsewhere is never missed. A turn that fails is not checked back in:
+its entry is gone and the next turn loads from the store. Entries are taken out while a turn
+runs, so two threads never share one history list or ``BuildCache``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import Message
+from .replay import BuildCache
+
+__all__ = ["HotSessions"]
+
+
+@dataclass(slots=True)
+class _Entry:
+    created: float
+    """The session row's creation time: an id reused by a new session is not the same session."""
+    history: list[Message]
+    cache: BuildCache
+
+
+class HotSessions:
+    """Most recently used sessions of this process, at most ``capacity`` of them."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.tails = self.misses = 0
+        """Counters: warm turns, turns that loaded only another worker's new messages, cold loads."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def checkout(self, store: Any, info: Any) -> tuple[list[Message], BuildCache]:
+        """(history, build cache) for a turn on session ``info`` (a fresh ``SessionInfo`` read
+        under the session lock). The entry leaves the cache until ``checkin``."""
+        with self._lock:
+            e = self._entries.pop(info.id, None)
+        count = info.message_count
+        if e is not None and e.created == info.created:
+            have = len(e.history)
+            if have == count:
+                self.hits += 1
+                return list(e.history), e.cache
+            load_tail = getattr(store, "load_tail", None)
+            if have < count and load_tail is not None:
+                tail = load_tail(info.id, have)
+                if have + len(tail) == count:
+                    self.tails += 1
+                    return [*e.history, *tail], e.cache
+        self.misses += 1
+        return store.load(info.id), BuildCache()
+
+    def checkin(self, info: Any, history: list[Message], cache: BuildCache) -> None:
+        """Keep the session's history after a turn that committed (``history`` is what is stored)."""
+        with self._lock:
+            self._entries[info.id] = _Entry(info.created, list(history), cache)
+            self._entries.move_to_end(info.id)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+
+    def drop(self, session_id: str) -> None:
+        with self._lock:
+            self._entries.pop(session_id, None)
