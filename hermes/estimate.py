@@ -190,7 +190,53 @@ _CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
+_LETTERS = bytes(range(65, 91)) + bytes(range(97, 123))
+_PUNCT = bytes(c for c in range(33, 127) if not chr(c).isalnum())
+_PUNCT_ONE = bytes(1 if c in _PUNCT else 0 for c in range(256))
+_ZERO_ONE = bytes([1] + [0] * 255)
+_AS_WORDS = bytes(97 if c in _LETTERS else 32 for c in range(256))
+"""Letters → ``a``, everything else → space: runs of ``a`` are the ``_WORD`` matches."""
+_AS_B64 = bytes(97 if c in _LETTERS or chr(c) in "0123456789+/_-" else 32 for c in range(256))
+_AS_SPACES = bytes(32 if c == 32 else 120 for c in range(256))
+_DIGITS = b"0123456789"
+
+
+def _ascii_count(text: str, m: TextModel) -> int | None:
+    """``_model_count`` of an ASCII text without building a match list per regex: the same
+    counts from C byte operations (``translate`` / ``count`` / ``in``). None where a rarer
+    pattern is present (a 64-char base64 run, a 16-letter word, repeated punctuation, double
+    spaces): the regex path then counts exactly those."""
+    b = text.encode("ascii")
+    words = b.translate(_AS_WORDS)
+    if (len(b) >= 64 and b"a" * 64 in b.translate(_AS_B64)) or b"a" * 16 in words:
+        return None
+    if b"  " in b:
+        return None
+    punct = len(b) - len(b.translate(None, _PUNCT))
+    if punct > 1:  # a run of one punctuation mark counts once per 8: subtract repeats
+        head = b[:-1]
+        same = (int.from_bytes(head, "big") ^ int.from_bytes(b[1:], "big")).to_bytes(len(head), "big")
+        repeat = (int.from_bytes(head.translate(_PUNCT_ONE), "big")
+                  & int.from_bytes(same.translate(_ZERO_ONE), "big")).to_bytes(len(head), "big")
+        if b"\x01" * 8 in repeat:
+            return None  # a run longer than 8: the regex splits it
+        punct -= repeat.count(1)
+    n_words = words.count(b" a") + (words[:1] == b"a")
+    digits = len(b) - len(b.translate(None, _DIGITS))
+    est = m.words * n_words + m.digits * digits + m.punct * punct + m.newlines * b.count(b"\n")
+    return math.ceil(est)
+
+
 def _model_count(text: str, m: TextModel) -> int:
+    if text.isascii():
+        fast = _ascii_count(text, m)
+        if fast is not None:
+            return fast
+    return _regex_count(text, m)
+
+
+def _regex_count(text: str, m: TextModel) -> int:
+    """The text model's definition: one regex per feature (``_ascii_count`` must agree)."""
     blob_tokens = 0
     if len(text) >= 64 and _B64_RUN.search(text):
         def _blob(match: re.Match[str]) -> str:

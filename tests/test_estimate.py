@@ -294,3 +294,21 @@ def test_factor_of_another_basis_is_ignored_and_replaced() -> None:
         assert est.token_factor(store, resolved) == 1.2
         f = est.observe_usage(store, resolved, 1000, {"input_tokens": 1000})
         assert f == pytest.approx(0.3 * 1.2 + 0.7 * 1.0)
+
+
+_TEXTY = st.lists(st.sampled_from([*"abcXYZ019 \n\t.,:;!?-_/+=()[]{}\"'#*", "....", "          ", "é", "中"]),
+                  max_size=120).map("".join)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_TEXTY, st.text(max_size=200),
+                 st.builds(lambda a, b, c: a + b + c, _TEXTY, st.sampled_from(["a" * 16, "Ab1" * 30, "!" * 9, ""]),
+                           _TEXTY)))
+def test_fast_ascii_count_equals_the_regex_definition(text: str) -> None:
+    """The byte-operation counter is an optimisation only: every text prices exactly as the
+    regex definition prices it, in every family."""
+    # a probe model whose weights keep every count apart (words, digits, punct runs, newlines,
+    # space runs, long-word letters), so a wrong count cannot hide in the rounding
+    probe = est.TextModel("probe", 1, 1e3, 1e6, 1e9, 1e12, 0, 0, 1e15)
+    for m in [*est.FAMILIES.values(), probe]:
+        assert est._model_count(text, m) == est._regex_count(text, m)
