@@ -9,7 +9,8 @@ For each concurrency level N (1, 16, 32) two runs of N sessions x TURNS turns ea
 same texts and the same history lengths:
 
 * **direct** — N threads in a child process calling ``Agent.run_turn`` on their own sessions
-  (one store, one shared HTTP transport, as the gateway has);
+  (one store, one shared HTTP transport, the preflight token estimate and one agent per
+  session across its turns, as the gateway has with its hot sessions);
 * **gateway** — N threads here posting the same turns to the gateway over HTTP.
 
 ``added`` at a percentile is gateway latency minus direct latency at that percentile: HTTP,
@@ -88,6 +89,7 @@ def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float
 
 def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[float], float]:
     from hermes.agent import Agent
+    from hermes.compaction import AutoCompactor
     from hermes.resolve import resolve
     from hermes.store import Store
     from hermes.tools import ToolContext, load_toolbox
@@ -103,7 +105,10 @@ def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[fl
             warm, f"warm {j}", resolved)
 
     def worker(sid: str) -> list[float]:
-        agent = Agent(store, load_toolbox(ToolContext(), plugins=False), api_key=KEY, transport=transport)
+        # the gateway's agent work: the same preflight estimate (AutoCompactor) and a build cache
+        # kept across the session's turns (what the gateway's hot sessions give it)
+        agent = Agent(store, load_toolbox(ToolContext(), plugins=False), api_key=KEY, transport=transport,
+                      compactor=AutoCompactor())
         out = []
         for j in range(turns):
             t = time.perf_counter()
