@@ -18,8 +18,10 @@ JSON, the session lock (database round trips), the worker-thread hop and route r
 
 Figures (one ``gateway <metric> <value>`` line each, for ``bench/run``): p50 added latency at
 1 session, p99 added at 16, p99 added at 32, throughput gateway / direct at 32 sessions (turns
-per second of each run over its own wall time), and the gateway process's peak RSS after
-holding 32 sessions (``VmHWM``).
+per second of each run over its own wall time), the gateway process's peak RSS after
+holding 32 sessions (``VmHWM``), and per level the CPU time per turn of the gateway process
+over that of the direct process: on a loaded shared machine wall-clock latencies swing by
+seconds between runs, CPU time per turn does not (the emulator's CPU is in neither).
 
 Run: ``PYTHONPATH=. python bench/gateway.py [--turns 20] [--levels 1,16,32]``.
 """
@@ -44,6 +46,12 @@ ROUTE, MODEL, KEY = "openai-responses", "gpt-5", "sk-bench-0000000000"
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(p / 100 * len(s)) - 1))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mb(pid: int) -> float | None:
@@ -76,7 +84,7 @@ def start_gateway(home: Path, allow: str) -> tuple[subprocess.Popen[bytes], str]
     sys.exit("gateway did not start in 20 s")
 
 
-def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float], float]:
+def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float], float, float]:
     """In a child process, like the gateway: neither run shares this process's GIL with the
     emulator, so the comparison is between equals."""
     import orjson
@@ -84,10 +92,10 @@ def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float
     out = subprocess.run([sys.executable, __file__, "--direct-worker", str(n), str(turns), emu_url, str(home)],
                          capture_output=True, check=True, env={**os.environ, "OPENAI_API_KEY": KEY})
     data = orjson.loads(out.stdout)
-    return data["lat"], data["wall"]
+    return data["lat"], data["wall"], data["cpu"]
 
 
-def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[float], float]:
+def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[float], float, float]:
     from hermes.agent import Agent
     from hermes.compaction import AutoCompactor
     from hermes.resolve import resolve
@@ -101,8 +109,8 @@ def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[fl
     sids = [store.create_session(provider=ROUTE, model=MODEL, base_url=emu_url) for _ in range(n)]
     warm = store.create_session(provider=ROUTE, model=MODEL, base_url=emu_url)
     for j in range(3):  # imports, the connection pool: the gateway was warmed up the same way
-        Agent(store, load_toolbox(ToolContext(), plugins=False), api_key=KEY, transport=transport).run_turn(
-            warm, f"warm {j}", resolved)
+        Agent(store, load_toolbox(ToolContext(), plugins=False), api_key=KEY, transport=transport,
+              compactor=AutoCompactor()).run_turn(warm, f"warm {j}", resolved)  # + the tokenizer's load
 
     def worker(sid: str) -> list[float]:
         # the gateway's agent work: the same preflight estimate (AutoCompactor) and a build cache
@@ -116,13 +124,13 @@ def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[fl
             out.append(time.perf_counter() - t)
         return out
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(n) as pool:
         lat = [x for xs in pool.map(worker, sids) for x in xs]
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     transport.close()
     store.close()
-    return lat, wall
+    return lat, wall, cpu
 
 
 def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float], float]:
@@ -157,8 +165,8 @@ def main() -> None:
         import orjson
 
         n, turns, url, home_dir = args.direct_worker
-        lat, wall = direct_worker(int(n), int(turns), url, Path(home_dir))
-        sys.stdout.write(orjson.dumps({"lat": lat, "wall": wall}).decode())
+        lat, wall, cpu = direct_worker(int(n), int(turns), url, Path(home_dir))
+        sys.stdout.write(orjson.dumps({"lat": lat, "wall": wall, "cpu": cpu}).decode())
         return
     from hermes.emulate import Emulator
 
@@ -171,12 +179,15 @@ def main() -> None:
             run_gateway(base, url, 2, 3)  # warm-up: imports, connections, the HTTP pool
             rows = []
             for n in (int(x) for x in args.levels.split(",")):
-                d_lat, d_wall = run_direct(url, home, n, args.turns)
+                d_lat, d_wall, d_cpu = run_direct(url, home, n, args.turns)
+                g_cpu = cpu_seconds(proc.pid)
                 g_lat, g_wall = run_gateway(base, url, n, args.turns)
+                g_cpu = cpu_seconds(proc.pid) - g_cpu
                 ms = {p: (pct(g_lat, p) - pct(d_lat, p)) * 1000 for p in (50, 99)}
                 rows.append((n, len(d_lat) / d_wall, len(g_lat) / g_wall, pct(d_lat, 50) * 1000,
                              pct(g_lat, 50) * 1000, pct(d_lat, 99) * 1000, pct(g_lat, 99) * 1000, ms[50], ms[99],
-                             statistics.mean(g_lat) * 1000 - statistics.mean(d_lat) * 1000))
+                             statistics.mean(g_lat) * 1000 - statistics.mean(d_lat) * 1000,
+                             d_cpu / len(d_lat) * 1000, g_cpu / len(g_lat) * 1000))
             rss_mb = peak_rss_mb(proc.pid)
         finally:
             proc.terminate()
@@ -184,11 +195,12 @@ def main() -> None:
     print(f"gateway bench: {ROUTE} emulator (zero latency), {args.turns} turns per session, "
           "2 model calls + 2 commits per turn")
     head = ("sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99", "added p50", "added p99",
-            "added mean")
+            "added mean", "direct cpu", "gw cpu")
     print("  ".join(f"{h:>10}" for h in head))
     for row in rows:
         print("  ".join(f"{row[0]:>10}" if i == 0 else f"{v:>10.1f}" for i, v in enumerate(row)))
-    print("(latencies in ms; added = gateway minus direct Agent.run_turn at the same percentile)")
+    print("(latencies in ms; added = gateway minus direct Agent.run_turn at the same percentile; "
+          "cpu = CPU ms per turn of the gateway process / the direct process, which does not move with load)")
     by = {r[0]: r for r in rows}
     if 1 in by:
         print(f"gateway p50_added_ms_1 {by[1][7]:.2f}")
@@ -196,6 +208,8 @@ def main() -> None:
         print(f"gateway p99_added_ms_16 {by[16][8]:.1f}")
     if rss_mb:
         print(f"gateway rss_mb_32 {rss_mb:.1f}  (peak RSS of the gateway process after the runs)")
+    for r in rows:
+        print(f"gateway cpu_per_turn_ratio_{r[0]} {r[11] / r[10]:.2f}  (gateway / direct CPU per turn)")
     last = by.get(32, rows[-1])
     print(f"gateway throughput_ratio_32 {last[2] / last[1]:.2f}  (gateway / direct turns per second)")
     if last[8] < 0:
