@@ -310,9 +310,11 @@ def _part_cost(p: Any, basis: Basis) -> int:
 
 def message_cost(pm: PlannedMessage, basis: Basis) -> int:
     """Raw tokens of one planned message: the unit both preflight and tail walk add up."""
-    cost = MESSAGE_OVERHEAD + sum(_part_cost(p, basis) for p in pm.parts)
-    if pm.fields:
-        cost += _value_cost(dict(pm.fields), basis)
+    cost = MESSAGE_OVERHEAD
+    for p in pm.parts:
+        cost += _part_cost(p, basis)
+    for k, v in pm.fields.items():  # as ``_value_cost`` prices a mapping, without copying it
+        cost += 1 + _value_cost(v, basis, str(k))
     for sig in pm.tool_signatures.values():
         cost += count_blob(sig)
     if pm.thought_signature:
