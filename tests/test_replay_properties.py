@@ -188,3 +188,22 @@ def test_cached_builds_equal_fresh_builds(history, targets, data):
         except Exception as e:
             cached = repr(type(e)).encode()
         assert cached == fresh
+
+
+@FAST
+@given(histories(), st.lists(st.tuples(TARGETS, LEARNED), min_size=1, max_size=4), st.data())
+def test_cached_estimates_equal_fresh_estimates(history, targets, data):
+    """The preflight estimate with the conversation's BuildCache (plans and per-message costs
+    reused, as the agent runs it) prices every growing prefix exactly as a fresh estimate does,
+    on any route sequence and with lessons learned on the way."""
+    from hermes.estimate import estimate_history, raw_plan_tokens
+    from hermes.replay import BuildCache
+
+    cache = BuildCache()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(history)), min_size=1, max_size=4)))
+    for cut, (target, learned) in zip(cuts, targets * 4, strict=False):
+        prefix = history[:cut]
+        fresh = estimate_history(prefix, target, learned=learned)
+        assert estimate_history(prefix, target, learned=learned, cache=cache) == fresh
+        plan = plan_replay(prefix, target, learned, cache=cache)  # the request's own plan, priced again after it
+        assert raw_plan_tokens(plan, cache=cache) == raw_plan_tokens(plan_replay(prefix, target, learned))
