@@ -11,7 +11,7 @@ compaction: the point is the build of a long request). Each timed run adds one t
 (2,000 → 2,00x: same size within 0.3%).
 
 Also prints the peak RSS of the ``chat -q`` process (the cold build of 2,000 turns) and of the
-baseline process, and with ``--instructions`` the instruction counts of both under callgrind
+baseline process (``VmHWM`` read by the child itself at exit, in one extra run each), and with ``--instructions`` the instruction counts of both under callgrind
 (stable on a loaded machine; slow: a few minutes).
 
     python bench/chat_turn.py [--turns 2000] [--runs 5] [--instructions]
@@ -66,36 +66,38 @@ def populate(db: Path, url: str, turns: int) -> str:
     return sid
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, int, bytes]:
-    """(wall seconds, peak RSS in KiB, stdout) of one child process."""
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, bytes]:
+    """(wall seconds, stdout) of one child process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate(timeout=600)
+    proc = subprocess.run(argv, env=env, capture_output=True, timeout=600)
     took = time.perf_counter() - t0
     if proc.returncode != 0:
-        sys.stderr.write(err.decode(errors="replace"))
+        sys.stderr.write(proc.stderr.decode(errors="replace"))
         raise SystemExit(f"failed: {' '.join(argv)}")
-    return took, _peak_rss(proc.pid), out
+    return took, proc.stdout
 
 
-_rss: dict[int, int] = {}
+# Peak RSS is read inside the child, from its own /proc/self/status at exit: ``ru_maxrss`` of a
+# child started with vfork also counts the parent's peak (the parent's memory map is the
+# child's until exec), which here would be the emulator's and the populated session's.
+_PEAK = ("import atexit, runpy, sys\n"
+         "def _peak():\n"
+         "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+         "    sys.stderr.write('PEAK_KIB ' + (hwm[0].split()[1] if hwm else '0') + '\\n')\n"
+         "atexit.register(_peak)\n")
 
 
-def _peak_rss(pid: int) -> int:
-    return _rss.get(pid, 0)
-
-
-class _Popen(subprocess.Popen):  # type: ignore[type-arg]
-    """Popen that keeps the child's rusage (peak RSS, ``ru_maxrss`` in KiB on Linux) when it is reaped."""
-
-    def _try_wait(self, wait_flags: int) -> tuple[int, int]:
-        pid, status, usage = os.wait4(self.pid, wait_flags)
-        if pid:
-            _rss[pid] = usage.ru_maxrss
-        return pid, status
-
-
-subprocess.Popen = _Popen  # type: ignore[misc]
+def peak_rss_mib(argv: list[str], env: dict[str, str]) -> float:
+    """Peak RSS (MiB) of ``python -m X ...`` or ``python -c CODE ...`` run once more with a
+    one-line exit hook that reports ``VmHWM``."""
+    py, flag, what, *rest = argv
+    if flag == "-m":
+        code = _PEAK + f"sys.argv = [{what!r}, *sys.argv[1:]]\nrunpy.run_module({what!r}, run_name='__main__', alter_sys=True)\n"
+    else:
+        code = _PEAK + what
+    proc = subprocess.run([py, "-c", code, *rest], env=env, capture_output=True, timeout=600)
+    lines = [line for line in proc.stderr.decode(errors="replace").splitlines() if line.startswith("PEAK_KIB ")]
+    return int(lines[-1].split()[1]) / 1024 if lines else float("nan")
 
 
 def main() -> None:
@@ -124,13 +126,14 @@ def main() -> None:
         ours = [timed(chat, env) for _ in range(args.runs)]
         floor = [timed(base, env) for _ in range(args.runs)]
         bare = [timed(empty, env) for _ in range(args.runs)]
-        o, b, e = (min(t for t, _, _ in xs) for xs in (ours, floor, bare))
+        o, b, e = (min(t for t, _ in xs) for xs in (ours, floor, bare))
+        rss_ours, rss_floor = peak_rss_mib(chat, env), peak_rss_mib(base, env)
         print(f"chat_turn: {args.turns} stored turns, request of {n_msgs} messages, route {ROUTE} (emulator)")
-        print(f"  hermes chat -q (fresh process)            {o * 1e3:8.1f} ms  peak RSS {max(r for _, r, _ in ours) / 1024:6.1f} MiB")
-        print(f"  python + raw read + orjson.dumps          {b * 1e3:8.1f} ms  peak RSS {max(r for _, r, _ in floor) / 1024:6.1f} MiB"
-              f"  (body {int(floor[0][2]) / 1e6:.1f} MB)")
+        print(f"  hermes chat -q (fresh process)            {o * 1e3:8.1f} ms  peak RSS {rss_ours:6.1f} MiB")
+        print(f"  python + raw read + orjson.dumps          {b * 1e3:8.1f} ms  peak RSS {rss_floor:6.1f} MiB"
+              f"  (body {int(floor[0][1]) / 1e6:.1f} MB)")
         print(f"  python -c pass                            {e * 1e3:8.1f} ms")
-        print(f"chat_turn rss_mb {max(r for _, r, _ in ours) / 1024:.1f}")
+        print(f"chat_turn rss_mb {rss_ours:.1f}")
         if args.instructions and _instr.available():
             ci = _instr.count_process(chat, env)
             bi = _instr.count_process(base, env)
