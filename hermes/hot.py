@@ -44,10 +44,14 @@ class _Entry:
 
 
 class HotSessions:
-    """Most recently used sessions of this process, at most ``capacity`` of them."""
+    """Most recently used sessions of this process: at most ``capacity`` sessions and
+    ``max_messages`` messages in all (a build cache costs a few KB per message), least
+    recently used out first."""
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 64, max_messages: int = 200_000) -> None:
         self.capacity = capacity
+        self.max_messages = max_messages
+        self._messages = 0
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.tails = self.misses = 0
@@ -61,6 +65,8 @@ class HotSessions:
         under the session lock). The entry leaves the cache until ``checkin``."""
         with self._lock:
             e = self._entries.pop(info.id, None)
+            if e is not None:
+                self._messages -= len(e.history)
         count = info.message_count
         if e is not None and e.created == info.created:
             have = len(e.history)
@@ -79,11 +85,17 @@ class HotSessions:
     def checkin(self, info: Any, history: list[Message], cache: BuildCache) -> None:
         """Keep the session's history after a turn that committed (``history`` is what is stored)."""
         with self._lock:
+            old = self._entries.pop(info.id, None)
+            if old is not None:
+                self._messages -= len(old.history)
             self._entries[info.id] = _Entry(info.created, list(history), cache)
-            self._entries.move_to_end(info.id)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
+            self._messages += len(history)
+            while len(self._entries) > self.capacity or (self._messages > self.max_messages and self._entries):
+                _, gone = self._entries.popitem(last=False)
+                self._messages -= len(gone.history)
 
     def drop(self, session_id: str) -> None:
         with self._lock:
-            self._entries.pop(session_id, None)
+            e = self._entries.pop(session_id, None)
+            if e is not None:
+                self._messages -= len(e.history)

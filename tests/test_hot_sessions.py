@@ -149,9 +149,21 @@ def test_a_turn_that_fails_after_committing_a_step_is_reloaded_next_time(
     assert any("second" in m.text for m in result.history if m.role == "user")
 
 
-def test_capacity_evicts_the_least_recently_used() -> None:
+def test_capacity_and_message_budget_evict_the_least_recently_used() -> None:
+    info = dataclasses.make_dataclass("I", ["id", "created", "message_count"])
     hot = HotSessions(capacity=2)
-    infos = [dataclasses.make_dataclass("I", ["id", "created", "message_count"])(f"s{i}", 1.0, 0) for i in range(3)]
-    for info in infos:
-        hot.checkin(info, [], BuildCache())
+    for i in range(3):
+        hot.checkin(info(f"s{i}", 1.0, 0), [], BuildCache())
     assert len(hot) == 2 and "s0" not in hot._entries
+
+    hot = HotSessions(capacity=10, max_messages=5)
+    msg = [Message.user("m")]
+    hot.checkin(info("a", 1.0, 2), msg * 2, BuildCache())
+    hot.checkin(info("b", 1.0, 2), msg * 2, BuildCache())
+    hot.checkin(info("a", 1.0, 3), msg * 3, BuildCache())  # a again, grown: 5 messages in all
+    assert list(hot._entries) == ["b", "a"]
+    hot.checkin(info("c", 1.0, 1), msg, BuildCache())  # 6 > 5: the least recently used (b) goes
+    assert list(hot._entries) == ["a", "c"]
+    hot.drop("a")
+    hot.checkin(info("d", 1.0, 4), msg * 4, BuildCache())  # 1 + 4 fits again once a is dropped
+    assert list(hot._entries) == ["c", "d"]
