@@ -471,3 +471,17 @@ def test_a_custom_route_from_routes_toml_is_served(hermes_home: Path) -> None:
                            "--upstream", "mylab=http://10.0.0.5:8000/v1").stdout)
     assert out["route"] == "mylab" and out["upstream"] == "http://10.0.0.5:8000/v1/chat/completions"
     assert out["body"]["messages"][1]["reasoning_content"] == PAD, "the row's own must-echo rule"
+
+
+def test_the_proxy_serves_the_web_view_and_its_live_tail_shows_restores(emulator: Any, hermes_home: Path) -> None:
+    with running_proxy(emulator) as px:
+        openai_loop(_client(px, "kimi"), "kimi-k2.6", ("see me",), False)
+        root = px.url("ui").rsplit("/ui", 1)[0]
+        page = httpx.get(f"{root}/ui/", timeout=10)
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        with httpx.stream("GET", f"{root}/ui/live/events", headers={"Last-Event-ID": "0"}, timeout=20) as r:
+            seen = "".join(r.iter_text())
+        assert "kimi-k2.6" in seen and "restored" in seen, "the live tail shows the proxy's records"
+        assert "sk-tenant-a" not in page.text + seen
+        routed = httpx.get(f"{root}/ui/", headers={"Host": "evil.example"}, timeout=10)
+        assert routed.status_code in (403, 421), "the guard covers the pages too"

@@ -36,7 +36,7 @@ from starlette.background import BackgroundTask
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from ..errors import HermesError, redact
 from ..gateway.http import ApiError, openai_error_response, read_body
@@ -336,7 +336,12 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     opts = proxy.options
     guard = Middleware(Guard, hosts=allowed_hosts(opts.bound_host, opts.allowed_hosts), origins=opts.allowed_origins)
+    from ..ui import create_ui
+
+    # The web view (docs/ui.md) before the catch-all route: the proxy has no token, so its pages
+    # answer loopback only; its live tail shows what each request had restored or stripped.
     app = Starlette(routes=[Route("/healthz", healthz, methods=["GET"]),
+                            Mount("/ui", app=create_ui(ledger)),
                             Route("/{route}/{rest:path}", forward, methods=methods)], lifespan=lifespan,
                     middleware=[guard])
     app.state.proxy = proxy
