@@ -20,6 +20,10 @@ token = ""                     # prefer HERMES_GATEWAY_TOKEN
 allowed_base_urls = []         # base URLs clients may point a session at (besides route defaults)
 allowed_hosts = []             # Host headers accepted besides loopback names and the bound address
 allowed_origins = []           # browser Origins allowed to call (the gateway's own is always allowed)
+
+[store]
+url = "postgresql://hermes@db.internal/hermes"   # sessions on PostgreSQL (HERMES_DATABASE_URL wins);
+                               # no password here: use PGPASSWORD or ~/.pgpass
 ```
 
 A key-shaped setting (``api_key``, ``token`` outside ``[gateway]``) is refused so secrets stay
@@ -65,6 +69,7 @@ class Config:
     allowed_base_urls: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    store_url: str | None = None
     source: str = ""
 
 
@@ -106,6 +111,8 @@ def load_config(path: Path | None = None) -> Config:
             if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
                 raise ConfigError(f"{where}: 'allow_read' must be a list of directory paths")
             values["allow_read"] = tuple(str(Path(v).expanduser()) for v in value)
+        elif key == "store":
+            values["store_url"] = _store_url(value, where)
         elif key in _TYPES:
             want = _TYPES[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
@@ -121,8 +128,23 @@ def load_config(path: Path | None = None) -> Config:
             values[key] = value or None if want is str else value
         else:
             raise ConfigError(f"{where}: unknown setting '{key}'",
-                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read']))}")
+                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read', 'store']))}")
     return Config(**values)
+
+
+def _store_url(value: Any, where: str) -> str | None:
+    """``[store] url``: a PostgreSQL URL without a password (secrets stay out of config.toml)."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, Mapping) or set(value) - {"url"}:
+        raise ConfigError(f"{where}: [store] takes only 'url'")
+    url = value.get("url")
+    if url is not None and not isinstance(url, str):
+        raise ConfigError(f"{where}: store url must be a string")
+    if url and urlsplit(url).password is not None:
+        raise ConfigError(f"{where}: the store url holds a password",
+                          hint="remove it; use PGPASSWORD, ~/.pgpass, or HERMES_DATABASE_URL in the environment")
+    return url or None
 
 
 def _aliases(value: Any, where: str) -> dict[str, Alias]:

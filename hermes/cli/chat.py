@@ -147,7 +147,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     from ..keys import find_key
     from ..replay import Settings
     from ..runtime import open_session
-    from ..store import Store
+    from ..store import open_store
     from ..tools import ToolContext, load_toolbox
 
     if resume and cont:
@@ -157,7 +157,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     if query is not None and not query.strip():
         raise click.UsageError("-q needs some text: an empty message is not a turn")
     config = load_config()
-    store = Store()
+    store = open_store(config)
     sid, resolved = open_session(store, config, resume=resume, cont=cont, provider=provider, model=model,
                                  base_url=base_url, title=title or (query or "")[:60])
     key = find_key(resolved.route, api_key)
@@ -172,7 +172,9 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
                   max_steps=max_steps or config.max_steps, on_event=printer,
                   compactor=AutoCompactor(budget=config.context_budget or None))
     if query is not None:
-        result = agent.run_turn(sid, query, resolved)
+        from ._common import leased_turn
+
+        result = leased_turn(agent, sid, query, resolved)
         printer.end_turn(result.answer)
         if as_json:
             from ._common import echo_json

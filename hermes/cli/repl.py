@@ -10,6 +10,7 @@ import click
 
 from ..errors import HermesError
 from ..terminal import printable
+from ._common import leased_turn
 
 __all__ = ["run_repl"]
 
@@ -94,7 +95,7 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                 click.echo(printable(f"hermes: error: {e}"), err=True)
             continue
         try:
-            result = agent.run_turn(sid, text, resolved)
+            result = leased_turn(agent, sid, text, resolved)
             printer.end_turn(result.answer)  # type: ignore[attr-defined]
         except KeyboardInterrupt:
             printer.end_turn("")  # type: ignore[attr-defined]

@@ -66,11 +66,11 @@ def _load_history(source: str) -> tuple[list[Any], Any]:
         except OSError as e:
             raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
     from ..paths import db_path
-    from ..store import Store
+    from ..store import open_store
 
     if not db_path().exists():
         raise HistoryError(f"{source}: no such file or session")
-    store = Store()
+    store = open_store()
     try:
         info = store.get_session(source)
     except StoreError:

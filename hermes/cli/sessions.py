@@ -14,9 +14,9 @@ __all__ = ["sessions"]
 
 
 def _store():  # type: ignore[no-untyped-def]
-    from ..store import Store
+    from ..store import open_store
 
-    return Store()
+    return open_store()
 
 
 def _when(ts: float) -> str:

@@ -36,6 +36,7 @@ from ..messages import Message, Part, Role, RouteKey, dumps
 from ..paths import db_path
 from . import ledger
 from .codec import part_from_row, part_to_row
+from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability, SessionInfo
 
@@ -252,11 +253,13 @@ class Store:
         *,
         route_key: RouteKey | None = None,
         usage: Mapping[str, Any] | None = None,
+        fence: Lease | None = None,
     ) -> int:
         """Append one turn's messages atomically; returns the turn number (1, 2, ...).
 
         Everything — serialising parts included — happens inside the transaction, so any
         failure (a part that is not JSON, a constraint, a kill) leaves no trace of the turn.
+        With ``fence``, the lease is re-checked in the same transaction (:class:`LeaseLost`).
         """
         if not messages:
             raise StoreError("a turn needs at least one message")
@@ -270,6 +273,10 @@ class Store:
             first, turn, exists = row
             if not exists:
                 raise self._unknown(session_id)
+            if fence is not None:
+                check_fence(fence, c.execute(
+                    "SELECT owner, fence FROM session_locks WHERE session_id = ?", (session_id,)
+                ).fetchone())
             now = time.time()
             rk = None
             if route_key is not None:
@@ -454,21 +461,37 @@ class Store:
         True if ``owner`` now holds it; False if another owner holds an unexpired lock.
         An expired lock is stolen — a crashed gateway worker cannot wedge a session.
         """
+        return self.acquire_lease(session_id, owner, ttl_s) is not None
+
+    def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None:
+        """:meth:`acquire_lock` returning the lease's fencing token (``None``: held by another).
+
+        A new holder gets ``sessions.lease_fence + 1``; a renewal keeps its token. Steps
+        committed with ``append_turn(..., fence=Lease(...))`` are refused once the token is
+        no longer current (``hermes.store.lease``).
+        """
         with self._write("lock a session") as c:
-            self._require(c, session_id)
-            now = time.time()
             row = c.execute(
-                "SELECT owner, expires FROM session_locks WHERE session_id = ?", (session_id,)
+                "SELECT s.lease_fence, l.owner, l.expires, l.fence FROM sessions s"
+                " LEFT JOIN session_locks l ON l.session_id = s.id WHERE s.id = ?",
+                (session_id,),
             ).fetchone()
-            if row is not None and row[0] != owner and row[1] > now:
-                return False
+            if row is None:
+                raise self._unknown(session_id)
+            counter, held_by, expires, fence = row
+            now = time.time()
+            if held_by is not None and held_by != owner and expires > now:
+                return None
+            if held_by != owner:
+                fence = counter + 1
+                c.execute("UPDATE sessions SET lease_fence = ? WHERE id = ?", (fence, session_id))
             c.execute(
-                "INSERT INTO session_locks (session_id, owner, expires) VALUES (?, ?, ?)"
+                "INSERT INTO session_locks (session_id, owner, expires, fence) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
-                " expires = excluded.expires",
-                (session_id, owner, now + ttl_s),
+                " expires = excluded.expires, fence = excluded.fence",
+                (session_id, owner, now + ttl_s, fence),
             )
-            return True
+            return int(fence)
 
     def release_lock(self, session_id: str, owner: str) -> bool:
         """Release the lock if ``owner`` holds it; True if a lock was released."""
