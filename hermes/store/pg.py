@@ -42,7 +42,7 @@ from .records import Capability, SessionInfo
 
 __all__ = ["PgStore", "display_url"]
 
-_NOW = "extract(epoch from clock_timestamp())"
+_NOW = "extract(epoch from clock_timestamp())::float8"
 
 
 def display_url(url: str) -> str:
