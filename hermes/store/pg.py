@@ -83,19 +83,17 @@ class PgStore:
         self._psycopg = psycopg
         self.url = display_url(url)
         self.path = None
-        self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False, timeout=timeout_s,
-                                    kwargs={"autocommit": True}, name="hermes")
-        try:
-            self._pool.open(wait=True, timeout=timeout_s)
-            with self._pool.connection() as conn:
+        try:  # one plain connection first: a wrong URL fails now, with the server's own reason
+            with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s))) as conn:
                 migrate(conn, self.url)
         except HermesError:
-            self._pool.close()
             raise
         except Exception as e:
-            self._pool.close()
             raise StoreError(f"cannot open {self.url}: {_reason(e)}",
                              hint="check HERMES_DATABASE_URL / [store] url and that the server is up") from None
+        self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False, timeout=timeout_s,
+                                    kwargs={"autocommit": True}, name="hermes")
+        self._pool.open(wait=False)
 
     # ------------------------------------------------------------------ plumbing
 
