@@ -88,9 +88,9 @@ def test_hold_lease_waits_then_reports_busy_and_releases(store: Any) -> None:
     with hold_lease(store, sid, ttl_s=0.3, wait_s=0.1) as lease:
         assert lease.fence == 1
         time.sleep(0.5)  # longer than the TTL: the renewing thread keeps it
-        with pytest.raises(LeaseBusy, match="running a turn in another process"):
-            with hold_lease(store, sid, wait_s=0.1):
-                pass
+        with pytest.raises(LeaseBusy, match="running a turn in another process"), \
+                hold_lease(store, sid, wait_s=0.1):
+            pass
         assert store.append_turn(sid, step(1), fence=lease) == 1
     assert count(store, "session_locks") == 0
     with hold_lease(store, sid, wait_s=0.1) as again:
