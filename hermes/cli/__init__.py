@@ -27,6 +27,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "emulate": ("hermes.cli.emulate", "emulate", "Serve loopback emulators of every provider route."),
     "demo": ("hermes.cli.demo", "demo", "Offline tour: a multi-route session against the emulators."),
     "gateway": ("hermes.cli.gateway", "gateway", "Serve Hermes sessions over HTTP."),
+    "store": ("hermes.cli.store", "store", "The session store: copy state.db into PostgreSQL and verify."),
 }
 
 
