@@ -75,7 +75,8 @@ class Cluster:
         promise as SQLite's WAL + ``synchronous=NORMAL`` (a killed process loses nothing
         committed; an OS crash may lose the last moments), for fair benchmarks."""
         self.user = _server_user()
-        self.dir = Path(tempfile.mkdtemp(prefix="hermes-pg-"))
+        # under root the server user must reach the directory: $TMPDIR may be root's own
+        self.dir = Path(tempfile.mkdtemp(prefix="hermes-pg-", dir="/tmp" if self.user else None))
         self.data = self.dir / "data"
         self.port = 0
         self.started = False
