@@ -24,7 +24,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -107,10 +107,15 @@ class PgStore:
         self.close()
 
     @contextmanager
-    def _write(self, what: str) -> Iterator[Any]:
-        """One transaction on a pooled connection; any failure rolls it all back."""
+    def _write(self, what: str, *, pipelined: bool = False) -> Iterator[Any]:
+        """One transaction on a pooled connection; any failure rolls it all back.
+
+        ``pipelined``: statements (BEGIN included) are queued and sent together, and the
+        server's replies are awaited only where a result is read — a hot write (a step, a
+        lease) then costs two or three network round trips instead of one per statement."""
         try:
-            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            with self._pool.connection() as conn, (conn.pipeline() if pipelined else nullcontext()), \
+                    conn.transaction(), conn.cursor() as cur:
                 yield cur
         except HermesError:
             raise
@@ -249,16 +254,21 @@ class PgStore:
             rk = _json({"provider": route_key.provider, "host": route_key.host, "model": route_key.model,
                         "wire": route_key.wire}, "route_key")
         use = None if usage is None else _json(dict(usage), "usage")
-        with self._write("append a turn") as cur:
-            self._lock_session(cur, session_id)
+        with self._write("append a turn", pipelined=True) as cur, cur.connection.cursor() as after:
+            # sent together; the server runs them in order, so the second statement's snapshot
+            # is taken after the row lock is granted: it sees every earlier writer's commit
+            cur.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
+            after.execute("SELECT (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = %(s)s),"
+                          " (SELECT COALESCE(MAX(id), 0) + 1 FROM turns WHERE session_id = %(s)s),"
+                          " l.owner, l.fence FROM (SELECT 1) AS one"
+                          " LEFT JOIN session_locks l ON l.session_id = %(s)s", {"s": session_id})
+            if cur.fetchone() is None:
+                raise self._unknown(session_id)
+            first, turn, owner, held = after.fetchone()
             if fence is not None:
-                cur.execute("SELECT owner, fence FROM session_locks WHERE session_id = %s", (session_id,))
-                check_fence(fence, cur.fetchone())
-            cur.execute("SELECT (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = %(s)s),"
-                        " (SELECT COALESCE(MAX(id), 0) + 1 FROM turns WHERE session_id = %(s)s)", {"s": session_id})
-            first, turn = cur.fetchone()
+                check_fence(fence, None if owner is None else (owner, held))
             now = time.time()
-            with cur.connection.pipeline():
+            with cur.connection.pipeline():  # the rows, sent in one go; its end waits for them
                 cur.execute("INSERT INTO turns (session_id, id, first_seq, last_seq, route_key, usage, created)"
                             " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                             (session_id, turn, first, first + len(messages) - 1, rk, use, now))
@@ -370,14 +380,14 @@ class PgStore:
     def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None:
         """Take or renew the session's lease; its fencing token, or ``None`` if another holds it.
         Expiry is measured on the database's clock, the one clock every host shares."""
-        with self._write("lock a session") as cur:
+        with self._write("lock a session", pipelined=True) as cur, cur.connection.cursor() as after:
             cur.execute(f"SELECT lease_fence, {_NOW} FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
+            after.execute("SELECT owner, expires, fence FROM session_locks WHERE session_id = %s", (session_id,))
             row = cur.fetchone()
             if row is None:
                 raise self._unknown(session_id)
             counter, now = row
-            cur.execute("SELECT owner, expires, fence FROM session_locks WHERE session_id = %s", (session_id,))
-            held = cur.fetchone()
+            held = after.fetchone()
             if held is not None and held[0] != owner and held[1] > now:
                 return None
             if held is not None and held[0] == owner:
@@ -393,8 +403,9 @@ class PgStore:
 
     def release_lock(self, session_id: str, owner: str) -> bool:
         with self._write("unlock a session") as cur:
-            cur.execute("DELETE FROM session_locks WHERE session_id = %s AND owner = %s", (session_id, owner))
-            return bool(cur.rowcount > 0)
+            cur.execute("DELETE FROM session_locks WHERE session_id = %s AND owner = %s RETURNING 1",
+                        (session_id, owner))
+            return cur.fetchone() is not None
 
 
 def _reason(e: BaseException) -> str:
