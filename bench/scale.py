@@ -34,19 +34,22 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gateway import KEY, MODEL, ROUTE, pct, run_direct, run_gateway, start_gateway  # noqa: E402
+from gateway import KEY, MODEL, ROUTE, pct, run_direct, run_gateway, start_gateway
 
 SESSIONS = 32
 
 
-def store_cost(store: Any, steps: int = 200) -> float:
-    """Milliseconds of store work per gateway turn on ``store`` (no model, no HTTP)."""
+def store_cost(store: Any, turns: int = 100, per_session: int = 20) -> float:
+    """Milliseconds of store work per gateway turn on ``store`` (no model, no HTTP): lease,
+    load, two step commits, release — on sessions of up to ``per_session`` turns, so the
+    figure is a turn's cost, not a long history's load."""
     from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 
     origin = RouteKey(ROUTE, "127.0.0.1", MODEL, "openai_responses")
-    sid = store.create_session(provider=ROUTE, model=MODEL)
     started = time.perf_counter()
-    for n in range(steps):
+    for n in range(turns):
+        if n % per_session == 0:
+            sid = store.create_session(provider=ROUTE, model=MODEL)
         owner = f"bench:{n}"
         store.acquire_lease(sid, owner, 30)
         store.load(sid)
@@ -55,7 +58,7 @@ def store_cost(store: Any, steps: int = 200) -> float:
             ToolCall(f"c{n}", "list_dir", "{}"))), Message("tool", (ToolResult(f"c{n}", "a\nb"),))])
         store.append_turn(sid, [Message("assistant", (Text(f"answer {n}"),))])
         store.release_lock(sid, owner)
-    return (time.perf_counter() - started) / steps * 1000
+    return (time.perf_counter() - started) / turns * 1000
 
 
 def measure(label: str, home: Path, emu_url: str, turns: int, workers: int, url: str | None) -> dict[str, Any]:

@@ -394,21 +394,29 @@ def test_fresh_file_is_0600_wal_and_migrated(hermes_home: Path) -> None:
         assert s._c.execute("SELECT COUNT(*) FROM _migrations").fetchone() == (len(MIGRATIONS),)
 
 
-def test_two_processes_opening_a_fresh_file_migrate_once(tmp_path: Path) -> None:
-    path, errors, stores = tmp_path / "state.db", [], []
+def open_at_once(opener: Any, n: int = 4) -> list[Any]:
+    """``n`` threads each open a store at the same moment; every one must succeed."""
+    errors: list[Exception] = []
+    stores: list[Any] = []
 
     def open_it() -> None:
         try:
-            stores.append(Store(path))
+            stores.append(opener())
         except Exception as e:  # pragma: no cover - the failure we test against
             errors.append(e)
 
-    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    threads = [threading.Thread(target=open_it) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert errors == []
+    return stores
+
+
+def test_two_processes_opening_a_fresh_file_migrate_once(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    stores = open_at_once(lambda: Store(path))
     with sqlite3.connect(path) as c:
         assert c.execute("SELECT COUNT(*) FROM _migrations").fetchone() == (len(MIGRATIONS),)
     for s in stores:
@@ -608,21 +616,7 @@ def test_postgres_schema_newer_than_this_code_is_refused_untouched(pg_url: str) 
 def test_postgres_workers_opening_a_fresh_database_migrate_once(pg_url: str) -> None:
     from hermes.store.pg_schema import PG_MIGRATIONS
 
-    errors: list[Exception] = []
-    stores: list[PgStore] = []
-
-    def open_it() -> None:
-        try:
-            stores.append(PgStore(pg_url))
-        except Exception as e:  # pragma: no cover - the failure we test against
-            errors.append(e)
-
-    threads = [threading.Thread(target=open_it) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    stores = open_at_once(lambda: PgStore(pg_url))
     assert [m.__name__ for m in PG_MIGRATIONS] == [m.__name__ for m in MIGRATIONS]  # one schema history
     assert count(stores[0], "_migrations") == len(PG_MIGRATIONS)
     for s in stores:

@@ -32,17 +32,17 @@ from typing import Any
 import orjson
 
 from ..errors import HermesError, StoreError
-from ..messages import Message, Part, Role, RouteKey, dumps
+from ..messages import Message, Part, Role, RouteKey
 from ..paths import db_path
 from . import ledger
 from .codec import part_from_row, part_to_row
 from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability, SessionInfo
+from .shared import HINT_LIST, SharedMethods
 
 __all__ = ["Store"]
 
-_HINT_LIST = "list sessions with `hermes sessions list`"
 _INFO_SQL = (
     "SELECT s.id, s.created, s.updated, s.title, s.provider, s.model, s.base_url, s.parent_id,"
     " s.branch_of_seq,"
@@ -88,7 +88,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-class Store:
+class Store(SharedMethods):
     """Sessions, their messages, the capability ledger and session locks in one SQLite file."""
 
     def __init__(self, path: Path | None = None, *, timeout_s: float = 10.0) -> None:
@@ -137,9 +137,6 @@ class Store:
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {self.path}: {e}") from None
 
-    @staticmethod
-    def _unknown(session_id: str) -> StoreError:
-        return StoreError(f"unknown session {session_id!r}", hint=_HINT_LIST)
 
     def _require(self, c: sqlite3.Connection, session_id: str) -> None:
         if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
@@ -179,7 +176,7 @@ class Store:
             rows = self._read(_INFO_SQL + " WHERE s.id LIKE ? ESCAPE '\\' LIMIT 6", (pattern,))
             if len(rows) > 1:
                 ids = ", ".join(r[0] for r in rows[:5])
-                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=_HINT_LIST)
+                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=HINT_LIST)
         if not rows:
             raise self._unknown(ref)
         return SessionInfo(*rows[0])
@@ -188,11 +185,6 @@ class Store:
         """Most recently updated first."""
         rows = self._read(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?", (limit,))
         return [SessionInfo(*r) for r in rows]
-
-    def latest_session(self) -> SessionInfo | None:
-        """The session ``--continue`` resumes; ``None`` when there is none."""
-        found = self.list_sessions(1)
-        return found[0] if found else None
 
     def update_session(
         self,
@@ -375,22 +367,7 @@ class Store:
                 )
         return sid
 
-    def export_jsonl(self, session_id: str) -> Iterator[bytes]:
-        """The history as JSONL lines (``messages.dumps`` + newline): exactly what
-        ``hermes.messages.load_jsonl`` / ``hermes replay FILE`` read back. Loads eagerly so
-        an unknown session fails here, not mid-write."""
-        history = self.load(session_id)
-        return (dumps(m) + b"\n" for m in history)
-
     # ------------------------------------------------------------------ per-session config
-
-    def model_config(self, session_id: str) -> dict[str, Any]:
-        """Learned per-session facts (e.g. ``reasoning_rejected_carriers``)."""
-        rows = self._read("SELECT model_config FROM sessions WHERE id = ?", (session_id,))
-        if not rows:
-            raise self._unknown(session_id)
-        value: dict[str, Any] = orjson.loads(rows[0][0])
-        return value
 
     def patch_model_config(self, session_id: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """Merge ``patch`` (RFC 7396: ``None`` deletes) atomically; returns the new config.
@@ -454,14 +431,6 @@ class Store:
             return ledger.forget(c, provider, host, model)
 
     # ------------------------------------------------------------------ session locks
-
-    def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
-        """Take (or renew) the per-session turn lock for ``ttl_s`` seconds.
-
-        True if ``owner`` now holds it; False if another owner holds an unexpired lock.
-        An expired lock is stolen — a crashed gateway worker cannot wedge a session.
-        """
-        return self.acquire_lease(session_id, owner, ttl_s) is not None
 
     def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None:
         """:meth:`acquire_lock` returning the lease's fencing token (``None``: held by another).

@@ -32,13 +32,14 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from ..errors import HermesError, StoreError
-from ..messages import Message, Part, Role, RouteKey, dumps
+from ..messages import Message, Part, Role, RouteKey
 from . import ledger
 from .codec import part_from_row, part_to_row
-from .db import _HINT_LIST, _INFO_SQL, _LOAD_SQL, _json, _test_commit_delay, merge_patch
+from .db import _INFO_SQL, _LOAD_SQL, _json, _test_commit_delay, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
 from .records import Capability, SessionInfo
+from .shared import HINT_LIST, SharedMethods
 
 __all__ = ["PgStore", "display_url"]
 
@@ -70,7 +71,7 @@ def _pg(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-class PgStore:
+class PgStore(SharedMethods):
     """Sessions, messages, the capability ledger and session leases in one PostgreSQL database."""
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 16, timeout_s: float = 10.0) -> None:
@@ -135,12 +136,9 @@ class PgStore:
 
     def _read(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = (), *, binary: bool = False) -> list[Any]:
         with self._reading(binary=binary) as cur:
-            cur.execute(sql, args)
+            cur.execute(_pg(sql), args)  # "?" placeholders too: SQL shared with Store reads here
             return list(cur.fetchall())
 
-    @staticmethod
-    def _unknown(session_id: str) -> StoreError:
-        return StoreError(f"unknown session {session_id!r}", hint=_HINT_LIST)
 
     def _lock_session(self, cur: Any, session_id: str) -> None:
         """Row-lock the session for the rest of the transaction (the per-session writer lock)."""
@@ -175,7 +173,7 @@ class PgStore:
             rows = self._read(_pg(_INFO_SQL + " WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.id LIMIT 6"), (pattern,))
             if len(rows) > 1:
                 ids = ", ".join(r[0] for r in rows[:5])
-                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=_HINT_LIST)
+                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=HINT_LIST)
         if not rows:
             raise self._unknown(ref)
         return SessionInfo(*rows[0])
@@ -183,10 +181,6 @@ class PgStore:
     def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
         rows = self._read(_pg(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?"), (limit,))
         return [SessionInfo(*r) for r in rows]
-
-    def latest_session(self) -> SessionInfo | None:
-        found = self.list_sessions(1)
-        return found[0] if found else None
 
     def update_session(self, session_id: str, *, title: str | None = None, provider: str | None = None,
                        model: str | None = None, base_url: str | None = None) -> None:
@@ -323,18 +317,7 @@ class PgStore:
                             " WHERE session_id = %(old)s AND seq <= %(upto)s", args)
         return sid
 
-    def export_jsonl(self, session_id: str) -> Iterator[bytes]:
-        history = self.load(session_id)
-        return (dumps(m) + b"\n" for m in history)
-
     # ------------------------------------------------------------------ per-session config
-
-    def model_config(self, session_id: str) -> dict[str, Any]:
-        rows = self._read("SELECT model_config FROM sessions WHERE id = %s", (session_id,))
-        if not rows:
-            raise self._unknown(session_id)
-        value: dict[str, Any] = orjson.loads(rows[0][0])
-        return value
 
     def patch_model_config(self, session_id: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         _json(dict(patch), "model_config patch")
@@ -373,9 +356,6 @@ class PgStore:
             return ledger.forget(_Qmark(cur), provider, host, model)
 
     # ------------------------------------------------------------------ session leases
-
-    def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
-        return self.acquire_lease(session_id, owner, ttl_s) is not None
 
     def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None:
         """Take or renew the session's lease; its fencing token, or ``None`` if another holds it.
