@@ -120,3 +120,29 @@ def test_cli_turn_on_a_session_another_process_runs_is_refused(
     with open_store() as s:
         assert [m.text for m in s.load(sid) if m.role == "user"] == ["first", "second"]
         assert count(s, "session_locks") == 0  # the CLI released its lease
+
+
+def test_a_lease_left_by_a_killed_local_process_is_broken_at_once(store: Any) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    sid = store.create_session(provider="p", model="m")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_owner = f"cli:{socket.gethostname()}:{int(dead.stdout)}:abcd:1"
+    assert store.acquire_lease(sid, dead_owner, 60) == 1
+    assert store.lease_holder(sid) == dead_owner
+    started = time.monotonic()
+    with hold_lease(store, sid, wait_s=5) as lease:
+        assert lease.fence == 2 and time.monotonic() - started < 2  # not waited out
+    # a live holder on this host (this very process) is waited for, then reported
+    live_owner = f"cli:{socket.gethostname()}:{os.getpid()}:ef01:1"
+    assert store.acquire_lease(sid, live_owner, 60) == 3
+    with pytest.raises(LeaseBusy), hold_lease(store, sid, wait_s=0.2):
+        pass
+    # and one on another host is left to its TTL
+    assert store.release_lock(sid, live_owner)
+    assert store.acquire_lease(sid, "cli:elsewhere:1:ab:1", 60) == 4
+    with pytest.raises(LeaseBusy), hold_lease(store, sid, wait_s=0.2):
+        pass

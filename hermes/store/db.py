@@ -462,6 +462,12 @@ class Store(SharedMethods):
             )
             return int(fence)
 
+    def lease_holder(self, session_id: str) -> str | None:
+        """The owner of the session's unexpired lease, if any."""
+        rows = self._read("SELECT owner FROM session_locks WHERE session_id = ? AND expires > ?",
+                          (session_id, time.time()))
+        return str(rows[0][0]) if rows else None
+
     def release_lock(self, session_id: str, owner: str) -> bool:
         """Release the lock if ``owner`` holds it; True if a lock was released."""
         with self._write("unlock a session") as c:

@@ -29,7 +29,8 @@ from typing import Any
 
 from ..errors import StoreError
 
-__all__ = ["Fenced", "Lease", "LeaseBusy", "LeaseLost", "check_fence", "hold_lease", "owner_prefix"]
+__all__ = ["Fenced", "Lease", "LeaseBusy", "LeaseLost", "check_fence", "dead_local_owner", "hold_lease",
+           "owner_prefix"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,15 +87,38 @@ class Fenced:
         return int(self.inner.append_turn(session_id, messages, **kw))
 
 
+def dead_local_owner(owner: str) -> bool:
+    """True if ``owner`` (``…:host:pid:…``, as :func:`owner_prefix` and the gateway write it)
+    names a process on this host that no longer exists — a killed ``hermes chat`` whose lease
+    need not be waited out. A reused pid looks alive: then the TTL decides, as across hosts."""
+    parts = owner.split(":")
+    here = socket.gethostname()
+    for i, part in enumerate(parts[:-1]):
+        if part == here and parts[i + 1].isdigit():
+            try:
+                os.kill(int(parts[i + 1]), 0)
+            except ProcessLookupError:
+                return True
+            except OSError:
+                return False
+            return False
+    return False
+
+
 @contextmanager
 def hold_lease(store: Any, session_id: str, *, ttl_s: float = 30.0, wait_s: float = 10.0,
                kind: str = "cli") -> Iterator[Lease]:
     """Take ``session_id``'s lease (waiting up to ``wait_s``), renew it every ``ttl_s / 3`` on a
-    daemon thread while the body runs, release it at the end. Raises :class:`LeaseBusy`."""
+    daemon thread while the body runs, release it at the end. Raises :class:`LeaseBusy`.
+    A lease left by a killed process on this host is broken at once instead of waited out."""
     owner = f"{owner_prefix(kind)}:1"
     deadline = time.monotonic() + wait_s
     delay = 0.005
     while (fence := store.acquire_lease(session_id, owner, ttl_s)) is None:
+        holder = store.lease_holder(session_id)
+        if holder is not None and dead_local_owner(holder):
+            store.release_lock(session_id, holder)
+            continue
         if time.monotonic() >= deadline:
             raise LeaseBusy(f"session {session_id} is running a turn in another process",
                             hint="wait for it to finish, or branch the session and continue there")

@@ -381,6 +381,12 @@ class PgStore(SharedMethods):
                         (session_id, owner, now + ttl_s, fence))
             return int(fence)
 
+    def lease_holder(self, session_id: str) -> str | None:
+        """The owner of the session's unexpired lease (by the database's clock), if any."""
+        rows = self._read(f"SELECT owner FROM session_locks WHERE session_id = %s AND expires > {_NOW}",
+                          (session_id,))
+        return str(rows[0][0]) if rows else None
+
     def release_lock(self, session_id: str, owner: str) -> bool:
         with self._write("unlock a session") as cur:
             cur.execute("DELETE FROM session_locks WHERE session_id = %s AND owner = %s RETURNING 1",
