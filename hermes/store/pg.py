@@ -211,13 +211,17 @@ class PgStore(SharedMethods):
     # ------------------------------------------------------------------ history
 
     def load(self, session_id: str) -> list[Message]:
-        if not self._read("SELECT 1 FROM sessions WHERE id = %s", (session_id,)):
-            raise self._unknown(session_id)
+        with self._reading(binary=True) as cur, cur.connection.pipeline(), cur.connection.cursor(binary=True) as rows:
+            cur.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,))
+            rows.execute(_pg(_LOAD_SQL), (session_id,))  # sent with the check: one round trip
+            if cur.fetchone() is None:
+                raise self._unknown(session_id)
+            found = rows.fetchall()
         out: list[Message] = []
         parts: list[Part] = []
         role: Role
         seq, role = -1, "user"
-        for mseq, mrole, kind, text, data, blob in self._read(_pg(_LOAD_SQL), (session_id,), binary=True):
+        for mseq, mrole, kind, text, data, blob in found:
             if mseq != seq:
                 if seq >= 0:
                     out.append(Message(role, tuple(parts)))
@@ -388,10 +392,9 @@ class PgStore(SharedMethods):
         return str(rows[0][0]) if rows else None
 
     def release_lock(self, session_id: str, owner: str) -> bool:
-        with self._write("unlock a session") as cur:
-            cur.execute("DELETE FROM session_locks WHERE session_id = %s AND owner = %s RETURNING 1",
-                        (session_id, owner))
-            return cur.fetchone() is not None
+        # one statement, so autocommit: one round trip
+        return bool(self._read("DELETE FROM session_locks WHERE session_id = %s AND owner = %s RETURNING 1",
+                               (session_id, owner)))
 
 
 def _reason(e: BaseException) -> str:
