@@ -63,7 +63,8 @@ def store_cost(store: Any, turns: int = 100, per_session: int = 20) -> float:
 
 def measure(label: str, home: Path, emu_url: str, turns: int, workers: int, url: str | None) -> dict[str, Any]:
     env = {"HERMES_DATABASE_URL": url} if url else {}
-    proc, base = start_gateway(home, emu_url, "--workers", str(workers), env=env)
+    root = emu_url.split("/" + ROUTE, 1)[0]  # the emulator's root: the base URL clients may name
+    proc, base = start_gateway(home, root, "--workers", str(workers), env=env)
     try:
         run_gateway(base, emu_url, workers * 2, 3)  # warm-up: every worker imports and connects
         lat, wall = run_gateway(base, emu_url, SESSIONS, turns)

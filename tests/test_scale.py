@@ -53,7 +53,7 @@ class Fleet:
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-        proc, base, _ = start_process(self.home, "--lock-wait", "60", *args,
+        proc, base, _ = start_process(self.home, "--lock-wait", "60", "--allow-base-url", self.emu.root, *args,
                                       env={"HERMES_DATABASE_URL": self.url, **(env or {})})
         self.procs.append(proc)
         return proc, base
@@ -208,7 +208,7 @@ def test_workers_flag_serves_from_supervised_processes(fleet: Fleet) -> None:
     err = fleet.home / "workers.err"
     env = {**_env(fleet.home), "HERMES_DATABASE_URL": fleet.url}
     proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--workers", "3",
-                             "--lock-ttl", "2"], env=env, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
+                             "--lock-ttl", "2", "--allow-base-url", fleet.emu.root], env=env, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     try:
         _wait_for(lambda: "listening on " in err.read_text() or proc.poll() is not None, 60)
         text = err.read_text()
