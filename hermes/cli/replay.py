@@ -85,11 +85,11 @@ def _learned(info: Any, target: Any) -> Any:
     from ..rejections import learned_for
     from ..replay import Learned
 
-    if not db_path().exists():
-        return Learned()
-    from ..store import Store
+    from ..store import open_store, store_url
 
-    with Store() as store:
+    if not store_url() and not db_path().exists():
+        return Learned()
+    with open_store() as store:
         return learned_for(store, info.id if info is not None else None, target)
 
 
