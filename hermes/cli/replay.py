@@ -84,7 +84,6 @@ def _learned(info: Any, target: Any) -> Any:
     from ..paths import db_path
     from ..rejections import learned_for
     from ..replay import Learned
-
     from ..store import open_store, store_url
 
     if not store_url() and not db_path().exists():
