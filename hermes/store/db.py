@@ -38,18 +38,11 @@ from . import ledger
 from .codec import part_from_row, part_to_row
 from .lease import Lease, check_fence
 from .opening import explain, open_db
-from .records import Capability, SessionInfo
-from .shared import HINT_LIST, SharedMethods
+from .records import Capability
+from .shared import SharedMethods
 
 __all__ = ["Store"]
 
-_INFO_SQL = (
-    "SELECT s.id, s.created, s.updated, s.title, s.provider, s.model, s.base_url, s.parent_id,"
-    " s.branch_of_seq,"
-    " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id),"
-    " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)"
-    " FROM sessions s"
-)
 _LOAD_SQL = (
     "SELECT m.seq, m.role, p.kind, p.text, p.data, b.data"
     " FROM messages m"
@@ -167,24 +160,6 @@ class Store(SharedMethods):
                 (sid, now, now, title, provider, model, base_url, config),
             )
         return sid
-
-    def get_session(self, ref: str) -> SessionInfo:
-        """The session ``ref`` names: an exact id or a unique prefix of one (as users type it)."""
-        rows = self._read(_INFO_SQL + " WHERE s.id = ?", (ref,))
-        if not rows and ref:
-            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            rows = self._read(_INFO_SQL + " WHERE s.id LIKE ? ESCAPE '\\' LIMIT 6", (pattern,))
-            if len(rows) > 1:
-                ids = ", ".join(r[0] for r in rows[:5])
-                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=HINT_LIST)
-        if not rows:
-            raise self._unknown(ref)
-        return SessionInfo(*rows[0])
-
-    def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
-        """Most recently updated first."""
-        rows = self._read(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?", (limit,))
-        return [SessionInfo(*r) for r in rows]
 
     def update_session(
         self,

@@ -35,11 +35,11 @@ from ..errors import HermesError, StoreError
 from ..messages import Message, Part, Role, RouteKey
 from . import ledger
 from .codec import part_from_row, part_to_row
-from .db import _INFO_SQL, _LOAD_SQL, _json, _test_commit_delay, merge_patch
+from .db import _LOAD_SQL, _json, _test_commit_delay, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
-from .records import Capability, SessionInfo
-from .shared import HINT_LIST, SharedMethods
+from .records import Capability
+from .shared import SharedMethods
 
 __all__ = ["PgStore", "display_url"]
 
@@ -165,22 +165,6 @@ class PgStore(SharedMethods):
                                 " %(base_url)s, %(config)s)",
                                 {"now": now, "title": title, "provider": provider, "model": model,
                                  "base_url": base_url, "config": config})
-
-    def get_session(self, ref: str) -> SessionInfo:
-        rows = self._read(_pg(_INFO_SQL + " WHERE s.id = ?"), (ref,))
-        if not rows and ref:
-            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            rows = self._read(_pg(_INFO_SQL + " WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.id LIMIT 6"), (pattern,))
-            if len(rows) > 1:
-                ids = ", ".join(r[0] for r in rows[:5])
-                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=HINT_LIST)
-        if not rows:
-            raise self._unknown(ref)
-        return SessionInfo(*rows[0])
-
-    def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
-        rows = self._read(_pg(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?"), (limit,))
-        return [SessionInfo(*r) for r in rows]
 
     def update_session(self, session_id: str, *, title: str | None = None, provider: str | None = None,
                        model: str | None = None, base_url: str | None = None) -> None:

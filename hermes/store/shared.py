@@ -15,13 +15,17 @@ from .records import SessionInfo
 __all__ = ["HINT_LIST", "SharedMethods"]
 
 HINT_LIST = "list sessions with `hermes sessions list`"
+_INFO_SQL = (
+    "SELECT s.id, s.created, s.updated, s.title, s.provider, s.model, s.base_url, s.parent_id,"
+    " s.branch_of_seq,"
+    " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id),"
+    " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)"
+    " FROM sessions s"
+)
 
 
 class SharedMethods:
     """Mixed into both stores; relies on ``list_sessions``, ``load``, ``acquire_lease``, ``_read``."""
-
-    def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
-        raise NotImplementedError
 
     def load(self, session_id: str) -> list[Any]:
         raise NotImplementedError
@@ -44,6 +48,24 @@ class SharedMethods:
             raise self._unknown(session_id)
         value: dict[str, Any] = orjson.loads(rows[0][0])
         return value
+
+    def get_session(self, ref: str) -> SessionInfo:
+        """The session ``ref`` names: an exact id or a unique prefix of one (as users type it)."""
+        rows = self._read(_INFO_SQL + " WHERE s.id = ?", (ref,))
+        if not rows and ref:
+            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self._read(_INFO_SQL + " WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.id LIMIT 6", (pattern,))
+            if len(rows) > 1:
+                ids = ", ".join(r[0] for r in rows[:5])
+                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=HINT_LIST)
+        if not rows:
+            raise self._unknown(ref)
+        return SessionInfo(*rows[0])
+
+    def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
+        """Most recently updated first."""
+        rows = self._read(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?", (limit,))
+        return [SessionInfo(*r) for r in rows]
 
     def latest_session(self) -> SessionInfo | None:
         """The session ``--continue`` resumes; ``None`` when there is none."""
