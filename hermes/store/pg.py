@@ -21,6 +21,7 @@ with any password removed.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,7 +36,7 @@ from ..errors import HermesError, StoreError
 from ..messages import Message, Part, Role, RouteKey
 from . import ledger
 from .codec import part_from_row, part_to_row
-from .db import _LOAD_SQL, _json, _test_commit_delay, merge_patch
+from .db import _LOAD_SQL, _json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
 from .records import Capability
@@ -55,6 +56,16 @@ def display_url(url: str) -> str:
     netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
 
+
+
+def _test_commit_delay() -> None:
+    """Fault seam for tests/test_scale.py (kill -9 of a gateway worker mid-commit): with
+    ``HERMES_TEST_COMMIT_DELAY=S`` set, sleep S seconds inside ``append_turn``'s transaction.
+    The SQLite store has no such hook (bench/commit_delay.py wraps its ``_write`` instead), but
+    gateway workers are spawned by ``--workers``, where no launcher can wrap them."""
+    delay = os.environ.get("HERMES_TEST_COMMIT_DELAY")
+    if delay:
+        time.sleep(float(delay))
 
 class _Qmark:
     """A cursor that takes SQLite's ``?`` placeholders, so :mod:`hermes.store.ledger`'s
