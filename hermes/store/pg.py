@@ -206,9 +206,13 @@ class PgStore(SharedMethods):
     # ------------------------------------------------------------------ history
 
     def load(self, session_id: str) -> list[Message]:
+        return self.load_tail(session_id, 0)
+
+    def load_tail(self, session_id: str, start: int) -> list[Message]:
+        """The messages from position ``start`` on, as :meth:`Store.load_tail` (``hermes.hot``)."""
         with self._reading(binary=True) as cur, cur.connection.pipeline(), cur.connection.cursor(binary=True) as rows:
             cur.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,))
-            rows.execute(_pg(_LOAD_SQL), (session_id,))  # sent with the check: one round trip
+            rows.execute(_pg(_LOAD_SQL), (session_id, start))  # sent with the check: one round trip
             if cur.fetchone() is None:
                 raise self._unknown(session_id)
             found = rows.fetchall()
