@@ -65,12 +65,13 @@ def peak_rss_mb(pid: int) -> float | None:
     return None
 
 
-def start_gateway(home: Path, allow: str) -> tuple[subprocess.Popen[bytes], str]:
-    env = {**os.environ, "HERMES_HOME": str(home), "OPENAI_API_KEY": KEY}
+def start_gateway(home: Path, allow: str, *args: str,
+                  env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    env = {**os.environ, "HERMES_HOME": str(home), "OPENAI_API_KEY": KEY, **(env or {})}
     env.pop("HERMES_GATEWAY_TOKEN", None)
-    err = home / "gateway.err"
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--allow-base-url", allow],
-                            env=env,
+    err = home / f"gateway-{time.monotonic_ns()}.err"
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--allow-base-url", allow,
+                             *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

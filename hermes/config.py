@@ -31,6 +31,10 @@ port = 8787
 memory_mb = 32                 # reasoning memory per tenant (client key + route)
 memory_days = 7                # a recording older than this is never restored
 upstream = { deepseek = "https://api.deepseek.com" }   # route -> base URL to forward to
+
+[store]
+url = "postgresql://hermes@db.internal/hermes"   # sessions on PostgreSQL (HERMES_DATABASE_URL wins);
+                               # no password here: use PGPASSWORD or ~/.pgpass
 ```
 
 A key-shaped setting (``api_key``, ``token`` outside ``[gateway]``) is refused so secrets stay
@@ -88,6 +92,7 @@ class Config:
     allowed_origins: tuple[str, ...] = ()
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
     proxy: ProxySettings = field(default_factory=ProxySettings)
+    store_url: str | None = None
     source: str = ""
 
 
@@ -134,6 +139,8 @@ def load_config(path: Path | None = None) -> Config:
             values["mcp_servers"] = parse_mcp(value, where)
         elif key == "proxy":
             values["proxy"] = _proxy(value, where)
+        elif key == "store":
+            values["store_url"] = _store_url(value, where)
         elif key in _TYPES:
             want = _TYPES[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
@@ -149,8 +156,23 @@ def load_config(path: Path | None = None) -> Config:
             values[key] = value or None if want is str else value
         else:
             raise ConfigError(f"{where}: unknown setting '{key}'",
-                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read', 'mcp', 'proxy']))}")
+                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read', 'mcp', 'proxy', 'store']))}")
     return Config(**values)
+
+
+def _store_url(value: Any, where: str) -> str | None:
+    """``[store] url``: a PostgreSQL URL without a password (secrets stay out of config.toml)."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, Mapping) or set(value) - {"url"}:
+        raise ConfigError(f"{where}: [store] takes only 'url'")
+    url = value.get("url")
+    if url is not None and not isinstance(url, str):
+        raise ConfigError(f"{where}: store url must be a string")
+    if url and urlsplit(url).password is not None:
+        raise ConfigError(f"{where}: the store url holds a password",
+                          hint="remove it; use PGPASSWORD, ~/.pgpass, or HERMES_DATABASE_URL in the environment")
+    return url or None
 
 
 def _aliases(value: Any, where: str) -> dict[str, Alias]:

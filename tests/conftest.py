@@ -7,6 +7,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,27 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """One throw-away PostgreSQL server for the whole run (initdb in a temp dir, loopback port),
+    stopped and deleted at the end. Missing binaries fail loudly: scripts/check installs them."""
+    from hermes.store.pgcluster import Cluster, ClusterUnavailable
+
+    try:
+        cluster = Cluster().start()
+    except ClusterUnavailable as e:
+        pytest.fail(f"PostgreSQL tests need a server: {e}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Any) -> str:
+    """A fresh, empty database on the shared test server; its URL."""
+    import secrets
+
+    return str(pg_cluster.create_database(f"t_{secrets.token_hex(6)}"))

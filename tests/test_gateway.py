@@ -56,11 +56,11 @@ def _env(home: Path) -> dict[str, str]:
             "AWS_CONFIG_FILE": str(home / "aws-config"), "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-creds")}
 
 
-def start_process(home: Path, *args: str) -> tuple[subprocess.Popen[bytes], str, Path]:
+def start_process(home: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str, Path]:
     """`python -m hermes gateway --port 0`; returns (process, base URL, stderr file)."""
     err = home / f"gateway-{time.monotonic_ns()}.err"
     proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", *args],
-                            env=_env(home), stdout=subprocess.DEVNULL, stderr=err.open("wb"))
+                            env={**_env(home), **(env or {})}, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         text = err.read_text() if err.exists() else ""
@@ -254,19 +254,25 @@ def test_eight_clients_one_session_two_processes_never_interleave(cluster: Clust
     with cluster.store() as s:
         history = s.load(sid)
         info = s.get_session(sid)
+    check_serialised(history, [f"c{i} t{j}" for i in range(clients) for j in range(turns)])
+    assert info.message_count == len(history) == clients * turns * 4
+    assert cluster.counts()["session_locks"] == 0
+
+
+def check_serialised(history: list[Message], sent: list[str]) -> None:
+    """``sent`` texts are "<client> t<j>": each stored exactly once, each client's in its own
+    order, each followed by its own whole tool loop and answer (nothing interleaved)."""
     users = [n for n, m in enumerate(history) if m.role == "user"]
     texts = [history[n].text for n in users]
-    assert sorted(texts) == sorted(f"c{i} t{j}" for i in range(clients) for j in range(turns))  # once each
-    for i in range(clients):  # each client's turns in its own order
-        mine = [int(t.split(" t")[1]) for t in texts if t.startswith(f"c{i} ")]
-        assert mine == list(range(turns))
+    assert sorted(texts) == sorted(sent)  # once each
+    for client in {t.split(" t")[0] for t in sent}:  # each client's turns in its own order
+        mine = [int(t.split(" t")[1]) for t in texts if t.startswith(f"{client} ")]
+        assert mine == sorted(mine) == list(range(len(mine)))
     for n, start in enumerate(users):  # every user turn is followed by its own whole tool loop + answer
         end = users[n + 1] if n + 1 < len(users) else len(history)
         loop = history[start + 1:end]
         assert [m.role for m in loop] == ["assistant", "tool", "assistant"]
         assert f"{history[start].text!r}" in loop[-1].text and not loop[-1].tool_calls
-    assert info.message_count == len(history) == clients * turns * 4
-    assert cluster.counts()["session_locks"] == 0
 
 
 def test_thirty_two_sessions_in_parallel(cluster: Cluster) -> None:

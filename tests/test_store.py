@@ -1,4 +1,8 @@
-"""The session store: byte-exact round trips, shared blobs, whole turns, safe opening."""
+"""The session store: byte-exact round trips, shared blobs, whole turns, safe opening.
+
+Every test taking the ``store`` fixture runs twice: on SQLite (``state.db``) and on a real
+PostgreSQL server the tests start themselves (``pg_url`` in conftest.py). Tests of SQLite's
+file handling take ``sqlite_store``."""
 
 from __future__ import annotations
 
@@ -34,23 +38,54 @@ from hermes.messages import (
 )
 from hermes.store import SessionStore, Store, blob_hash
 from hermes.store.migrations import MIGRATIONS
+from hermes.store.pg import PgStore
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGIN = RouteKey("anthropic", "api.anthropic.com", "claude-sonnet-4-5", "anthropic")
 
 
-def count(store: Store, table: str) -> int:
+def where(store: Any) -> str:
+    """What opens the same database again: a file path or a connection URL."""
+    return str(store.path) if isinstance(store, Store) else str(store._pool.conninfo)
+
+
+def reopen(store: Any) -> Any:
+    """A second store on the same database: what another process would hold."""
+    return Store(store.path) if isinstance(store, Store) else PgStore(where(store))
+
+
+def sql(store: Any, statement: str) -> list[tuple[Any, ...]]:
+    """Run ``statement`` on a separate connection (committed) and return its rows."""
+    if isinstance(store, Store):
+        with sqlite3.connect(store.path) as c:
+            rows = c.execute(statement).fetchall()
+        c.close()
+        return rows
+    import psycopg
+
+    with psycopg.connect(where(store), autocommit=True) as pc:
+        cur = pc.execute(statement)
+        return cur.fetchall() if cur.description else []
+
+
+def count(store: Any, table: str) -> int:
     """Row count read through a separate connection: what another process would see."""
-    with sqlite3.connect(store.path) as c:
-        return int(c.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+    return int(sql(store, f"SELECT COUNT(*) FROM {table}")[0][0])
 
 
 def dumped(history: list[Message]) -> list[bytes]:
     return [dumps(m) for m in history]
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest) -> Any:
+    s = Store() if request.param == "sqlite" else PgStore(request.getfixturevalue("pg_url"))
+    yield s
+    s.close()
+
+
 @pytest.fixture
-def store() -> Any:
+def sqlite_store() -> Any:
     s = Store()
     yield s
     s.close()
@@ -162,7 +197,8 @@ def test_every_part_kind_round_trips_exactly(store: Store) -> None:
     assert store.get_session(sid).message_count == len(history)
 
 
-def test_load_issues_a_bounded_number_of_statements(store: Store) -> None:
+def test_load_issues_a_bounded_number_of_statements(sqlite_store: Store) -> None:
+    store = sqlite_store
     sid = store.create_session(provider="openai", model="o3")
     origin = RouteKey("openai", "api.openai.com", "o3", "openai_responses")
     for n in range(500):
@@ -228,8 +264,7 @@ def test_identical_blobs_are_stored_once(store: Store) -> None:
     b = store.create_session(provider="anthropic", model="claude")
     store.append_turn(a, _signed_turn(7))
     store.append_turn(b, _signed_turn(7))
-    with sqlite3.connect(store.path) as c:
-        assert c.execute("SELECT hash, kind FROM blobs").fetchall() == [(blob_hash("sig-7"), "anthropic.signature")]
+    assert sql(store, "SELECT hash, kind FROM blobs") == [(blob_hash("sig-7"), "anthropic.signature")]
     store.delete_session(a)
     assert count(store, "blobs") == 1
 
@@ -257,11 +292,14 @@ def test_a_part_that_fails_to_serialise_leaves_no_partial_turn(store: Store) -> 
 
 def test_a_constraint_failure_mid_turn_rolls_the_whole_turn_back(store: Store) -> None:
     sid = store.create_session(provider="anthropic", model="claude")
-    with sqlite3.connect(store.path) as c:  # a real SQLite abort, raised by the engine itself
-        c.execute(
-            "CREATE TRIGGER boom BEFORE INSERT ON parts WHEN NEW.text = 'boom'"
-            " BEGIN SELECT RAISE(ABORT, 'boom refused'); END"
-        )
+    if isinstance(store, Store):  # a real abort, raised by the engine itself
+        sql(store, "CREATE TRIGGER boom BEFORE INSERT ON parts WHEN NEW.text = 'boom'"
+                   " BEGIN SELECT RAISE(ABORT, 'boom refused'); END")
+    else:
+        sql(store, "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                   " IF NEW.text = convert_to('boom', 'UTF8') THEN RAISE EXCEPTION 'boom refused'; END IF;"
+                   " RETURN NEW; END $$")
+        sql(store, "CREATE TRIGGER boom BEFORE INSERT ON parts FOR EACH ROW EXECUTE FUNCTION boom()")
     with pytest.raises(StoreError, match="boom refused"):
         store.append_turn(sid, [*_signed_turn(0), Message.user("boom")])
     assert _snapshot(store) == (0, 0, 0, 0)
@@ -274,9 +312,11 @@ _WRITER = textwrap.dedent(
     from pathlib import Path
     from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
     from hermes.store import Store
+    from hermes.store.pg import PgStore
 
     origin = RouteKey("anthropic", "api.anthropic.com", "claude", "anthropic")
-    store = Store(Path(sys.argv[1]))
+    where = sys.argv[1]
+    store = PgStore(where) if where.startswith("postgresql:") else Store(Path(where))
     sid = sys.argv[2]
     n = len(store.load(sid)) // 4
     print("ready", flush=True)
@@ -309,7 +349,7 @@ def _check_whole_turns(store: Store, sid: str) -> int:
     return len(history) // 4
 
 
-def test_kill_9_mid_append_leaves_only_whole_turns(store: Store) -> None:
+def test_kill_9_mid_append_leaves_only_whole_turns(store: Any) -> None:
     sid = store.create_session(provider="anthropic", model="claude")
     store.close()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -317,7 +357,7 @@ def test_kill_9_mid_append_leaves_only_whole_turns(store: Store) -> None:
     turns = 0
     for _ in range(6):
         proc = subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(store.path), sid],
+            [sys.executable, "-c", _WRITER, where(store), sid],
             stdout=subprocess.PIPE, env=env, cwd=REPO,
         )
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
@@ -325,9 +365,10 @@ def test_kill_9_mid_append_leaves_only_whole_turns(store: Store) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc.stdout.close()
-        with Store(store.path) as s:
-            assert s._c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-            assert s._c.execute("PRAGMA foreign_key_check").fetchall() == []
+        with reopen(store) as s:
+            if isinstance(s, Store):
+                assert s._c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+                assert s._c.execute("PRAGMA foreign_key_check").fetchall() == []
             now = _check_whole_turns(s, sid)
             assert s.get_session(sid).turn_count == now
         assert now >= turns
@@ -353,21 +394,29 @@ def test_fresh_file_is_0600_wal_and_migrated(hermes_home: Path) -> None:
         assert s._c.execute("SELECT COUNT(*) FROM _migrations").fetchone() == (len(MIGRATIONS),)
 
 
-def test_two_processes_opening_a_fresh_file_migrate_once(tmp_path: Path) -> None:
-    path, errors, stores = tmp_path / "state.db", [], []
+def open_at_once(opener: Any, n: int = 4) -> list[Any]:
+    """``n`` threads each open a store at the same moment; every one must succeed."""
+    errors: list[Exception] = []
+    stores: list[Any] = []
 
     def open_it() -> None:
         try:
-            stores.append(Store(path))
+            stores.append(opener())
         except Exception as e:  # pragma: no cover - the failure we test against
             errors.append(e)
 
-    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    threads = [threading.Thread(target=open_it) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert errors == []
+    return stores
+
+
+def test_two_processes_opening_a_fresh_file_migrate_once(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    stores = open_at_once(lambda: Store(path))
     with sqlite3.connect(path) as c:
         assert c.execute("SELECT COUNT(*) FROM _migrations").fetchone() == (len(MIGRATIONS),)
     for s in stores:
@@ -514,7 +563,7 @@ def test_capability_ledger_learns_once_and_merges_sets(store: Store) -> None:
     row = next(c for c in store.list_capabilities() if c.kind == "rejected_carriers")
     assert row.evidence == {"status": 400} and row.updated >= row.created
 
-    with Store(store.path) as other:  # a new process sees it: "a new session need not pay the 400 again"
+    with reopen(store) as other:  # a new process sees it: "a new session need not pay the 400 again"
         assert other.capabilities("openrouter", "or.example", "x/z") == {"suppressed_blobs": [blob_hash("sig")]}
     assert store.forget(model="x/z") == 1
     assert store.forget(provider="OpenRouter") == 2
@@ -523,7 +572,7 @@ def test_capability_ledger_learns_once_and_merges_sets(store: Store) -> None:
 
 def test_session_locks_serialize_owners_across_connections(store: Store) -> None:
     sid = store.create_session(provider="p", model="m")
-    with Store(store.path) as other:
+    with reopen(store) as other:
         assert store.acquire_lock(sid, "worker-a", ttl_s=30)
         assert not other.acquire_lock(sid, "worker-b", ttl_s=30)
         assert store.acquire_lock(sid, "worker-a", ttl_s=30)  # renew
@@ -541,6 +590,48 @@ def test_store_follows_the_protocol_and_takes_no_secrets(store: Store) -> None:
     import inspect
 
     assert isinstance(store, SessionStore)
-    for name, fn in inspect.getmembers(Store, inspect.isfunction):
+    for name, fn in inspect.getmembers(type(store), inspect.isfunction):
         params = inspect.signature(fn).parameters
         assert not any(w in p for p in params for w in ("api_key", "token", "header", "secret", "password")), name
+
+
+# ----------------------------------------------------------------------------- PostgreSQL opening
+
+
+def test_postgres_schema_newer_than_this_code_is_refused_untouched(pg_url: str) -> None:
+    with PgStore(pg_url) as s:
+        s.create_session(provider="p", model="m")
+        sql(s, "INSERT INTO _migrations (name, applied) VALUES ('m999_from_the_future', 0)")
+        before = sql(s, "SELECT name FROM _migrations ORDER BY name")
+    with pytest.raises(StoreError, match=r"newer Hermes \(migration m999_from_the_future\)") as e:
+        PgStore(pg_url)
+    assert "nothing was changed" in e.value.hint
+    import psycopg
+
+    with psycopg.connect(pg_url) as c:
+        assert c.execute("SELECT name FROM _migrations ORDER BY name").fetchall() == before
+        assert c.execute("SELECT COUNT(*) FROM sessions").fetchone() == (1,)
+
+
+def test_postgres_workers_opening_a_fresh_database_migrate_once(pg_url: str) -> None:
+    from hermes.store.pg_schema import PG_MIGRATIONS
+
+    stores = open_at_once(lambda: PgStore(pg_url))
+    assert [m.__name__ for m in PG_MIGRATIONS] == [m.__name__ for m in MIGRATIONS]  # one schema history
+    assert count(stores[0], "_migrations") == len(PG_MIGRATIONS)
+    for s in stores:
+        s.close()
+
+
+def test_unreachable_postgres_is_a_store_error_without_the_password() -> None:
+    from hermes.store import open_store
+
+    url = "postgresql://hermes:s3cret-pw@127.0.0.1:1/none"
+    os.environ["HERMES_DATABASE_URL"] = url
+    try:
+        with pytest.raises(StoreError) as e:
+            open_store()
+    finally:
+        del os.environ["HERMES_DATABASE_URL"]
+    assert "127.0.0.1:1" in str(e.value) and "s3cret-pw" not in str(e.value)
+    assert "HERMES_DATABASE_URL" in e.value.hint

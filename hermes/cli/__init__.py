@@ -30,6 +30,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "mcp": ("hermes.cli.mcp_cmd", "mcp", "MCP servers from config.toml and the tools they offer."),
     "proxy": ("hermes.cli.proxy", "proxy", "OpenAI-compatible proxy that restores reasoning any client drops."),
     "ui": ("hermes.cli.ui", "ui", "Web view of sessions and every request's reasoning (loopback)."),
+    "store": ("hermes.cli.store", "store", "The session store: copy state.db into PostgreSQL and verify."),
 }
 
 

@@ -179,9 +179,9 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     from ..keys import find_key
     from ..replay import Settings
     from ..runtime import open_session
-    from ..store import Store
+    from ..store import open_store
     from ..tools import ToolContext, load_toolbox
-    from ._common import echo_json, ignored_key_warning
+    from ._common import echo_json, ignored_key_warning, leased_turn
 
     if resume and cont:
         raise click.UsageError("use --resume ID or --continue, not both")
@@ -199,7 +199,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     sid: str | None = None
     try:
         config = load_config()
-        store = Store()
+        store = open_store(config)
         sid, resolved = open_session(store, config, resume=resume, cont=cont, provider=provider, model=model,
                                      base_url=base_url, title=title or (query or (piped[0] if piped else ""))[:60])
         key = find_key(resolved.route, ignored_key_warning(resolved.route, api_key))
@@ -218,7 +218,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
                       max_steps=max_steps or config.max_steps, on_event=printer,
                       compactor=AutoCompactor(budget=config.context_budget or None))
         if query is not None:
-            result = agent.run_turn(sid, query, resolved)
+            result = leased_turn(agent, sid, query, resolved)
             printer.end_turn(result.answer)
             if as_json:
                 echo_json({"session_id": sid, "answer": result.answer, "steps": result.steps,

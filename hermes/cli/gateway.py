@@ -18,8 +18,11 @@ __all__ = ["gateway"]
               help="Seconds a turn waits for its session before 409 busy.")
 @click.option("--lock-ttl", default=30.0, show_default=True, type=click.FloatRange(1),
               help="Seconds a session lock outlives a crashed gateway (renewed while a turn runs).")
-@click.option("--workers", default=64, show_default=True, type=click.IntRange(1),
-              help="Turns running at once in this process.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256),
+              help="Processes serving this port (all share the store; see docs/scale.md).")
+@click.option("--threads", default=64, show_default=True, type=click.IntRange(1),
+              help="Turns running at once in each process.")
+@click.option("--listen-fd", type=int, hidden=True)
 @click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default from config).")
 @click.option("--header-timeout", default=10.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds a connection has to send a request's headers (slow clients are closed).")
@@ -38,11 +41,11 @@ __all__ = ["gateway"]
               help="Let tools read this directory besides the working directory (repeatable).")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
-def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: float, workers: int,
-            max_steps: int | None, header_timeout: float, body_timeout: float, max_connections: int,
-            allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...],
+def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: float, workers: int, threads: int,
+            listen_fd: int | None, max_steps: int | None, header_timeout: float, body_timeout: float,
+            max_connections: int, allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...],
             allow_read: tuple[str, ...], log_level: str) -> None:
-    """Serve Hermes sessions over HTTP: every turn is loaded from state.db and committed there.
+    """Serve Hermes sessions over HTTP: every turn is loaded from the store and committed there.
 
     \b
     Auth: Authorization: Bearer $HERMES_GATEWAY_TOKEN (or [gateway] token in config.toml).
@@ -56,12 +59,16 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     \b
     Only the route's default base URL, or one allowed with --allow-base-url, can be
     named by a client; tools stay in the working directory (see docs/security.md).
+
+    \b
+    Many workers, many hosts: one PostgreSQL store, one lease per session (docs/scale.md).
+    HERMES_DATABASE_URL=postgresql://hermes@db/hermes hermes gateway --workers 4
     """
     from ..config import load_config
     from ..errors import ConfigError, HermesError
     from ..gateway.app import GatewayOptions
     from ..gateway.server import check_bind, gateway_token, serve
-    from ..store import Store
+    from ..store import open_store
     from ..urlpolicy import normalise_allowlist
 
     config = load_config()
@@ -70,13 +77,31 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     except (ValueError, HermesError) as e:
         raise ConfigError(f"--allow-base-url: {e}") from None
     options = GatewayOptions(token=gateway_token(config), max_body=max_body, lock_ttl_s=lock_ttl,
-                             lock_wait_s=lock_wait, workers=workers, max_steps=max_steps,
+                             lock_wait_s=lock_wait, workers=threads, max_steps=max_steps,
                              allowed_base_urls=allowed, allowed_hosts=allow_hosts, bound_host=host,
                              header_timeout_s=header_timeout, body_timeout_s=body_timeout,
                              max_connections=max_connections, read_roots=allow_read)
     check_bind(host, options.token)  # before the store is even opened
-    store = Store()
+    if workers > 1 and listen_fd is None:
+        from ..gateway.workers import run_workers
+
+        open_store(config).close()  # a bad store URL or schema fails once, here, not in N workers
+        repeated = [*(a for u in allow_base_urls for a in ("--allow-base-url", u)),
+                    *(a for h in allow_hosts for a in ("--allow-host", h)),
+                    *(a for r in allow_read for a in ("--allow-read", r))]
+        run_workers(workers, host, port, ["--max-body", str(max_body), "--lock-wait", str(lock_wait),
+                                          "--lock-ttl", str(lock_ttl), "--threads", str(threads),
+                                          "--header-timeout", str(header_timeout),
+                                          "--body-timeout", str(body_timeout),
+                                          "--max-connections", str(max_connections),
+                                          "--log-level", log_level, *repeated,
+                                          *(["--max-steps", str(max_steps)] if max_steps else [])])
+        return
+    import socket
+
+    sock = None if listen_fd is None else socket.socket(fileno=listen_fd)
+    store = open_store(config)
     try:
-        serve(store, config, host=host, port=port, options=options, log_level=log_level)
+        serve(store, config, host=host, port=port, options=options, log_level=log_level, sock=sock)
     finally:
         store.close()

@@ -61,7 +61,7 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     from ..paths import routes_path
     from ..proxy import Bounds, ProxyOptions, SqliteMemory
     from ..resolve import load_table
-    from ..store import Store
+    from ..store import open_store
     from ..urlpolicy import check_base_url
 
     config = load_config()
@@ -83,7 +83,7 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     from ..proxy.server import serve
 
     memory = SqliteMemory(bounds=bounds)
-    store = Store()
+    store = open_store(config)  # learned capabilities: the configured store (memory stays in state.db)
     try:
         serve(memory, store, host=bound, port=cfg.port if port is None else port, options=options,
               log_level=log_level)
@@ -101,7 +101,7 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
     from ..gateway.http import ApiError
     from ..proxy import SqliteMemory
     from ..proxy.app import prepare, route_row
-    from ..store import Store
+    from ..store import open_store
 
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
@@ -123,7 +123,7 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
         row, upstream = route_row(route, options)
     except ApiError as e:
         raise click.UsageError(e.message) from None
-    memory, store = SqliteMemory(bounds=bounds), Store()
+    memory, store = SqliteMemory(bounds=bounds), open_store()
     try:
         target, tenant, rw = prepare(body, row, upstream, headers, memory, store, options)
     finally:

@@ -10,8 +10,9 @@ from typing import Any
 import click
 
 from ..errors import HermesError
-from ..lease import session_lease
+from ..lease import Fenced, session_lease
 from ..terminal import printable
+from ._common import leased_turn
 
 __all__ = ["run_repl"]
 
@@ -76,9 +77,9 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                     from ..compaction import compress_session
                     from .progress import working
 
-                    with session_lease(store, sid), \
+                    with session_lease(store, sid) as lease, \
                             working(f"compressing: summarising older turns with {resolved.model}…"):
-                        line = compress_session(store, sid, resolved, api_key=agent.api_key)
+                        line = compress_session(Fenced(store, lease), sid, resolved, api_key=agent.api_key)
                     click.echo(line, err=True)
                 elif cmd == "/model":
                     spec, _, url = arg.partition(" ")
@@ -102,8 +103,7 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                 click.echo(printable(f"hermes: error: {e}"), err=True)
             continue
         try:
-            with session_lease(store, sid):
-                result = agent.run_turn(sid, text, resolved)
+            result = leased_turn(agent, sid, text, resolved)
             printer.end_turn(result.answer)  # type: ignore[attr-defined]
         except KeyboardInterrupt:
             printer.end_turn("")  # type: ignore[attr-defined]

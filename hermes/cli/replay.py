@@ -66,11 +66,11 @@ def _load_history(source: str) -> tuple[list[Any], Any]:
         except OSError as e:
             raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
     from ..paths import db_path
-    from ..store import Store
+    from ..store import open_store
 
     if not db_path().exists():
         raise HistoryError(f"{source}: no such file or session")
-    store = Store()
+    store = open_store()
     try:
         info = store.get_session(source)
     except StoreError:
@@ -84,12 +84,11 @@ def _learned(info: Any, target: Any) -> Any:
     from ..paths import db_path
     from ..rejections import learned_for
     from ..replay import Learned
+    from ..store import open_store, store_url
 
-    if not db_path().exists():
+    if not store_url() and not db_path().exists():
         return Learned()
-    from ..store import Store
-
-    with Store() as store:
+    with open_store() as store:
         return learned_for(store, info.id if info is not None else None, target)
 
 

@@ -30,9 +30,9 @@ def _value(kind: str, value: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the ledger as JSON.")
 def learned(as_json: bool) -> None:
     """What routes have taught Hermes: fields to stop sending, blobs to stop replaying."""
-    from ..store import Store
+    from ..store import open_store
 
-    with Store() as store:
+    with open_store() as store:
         rows = store.list_capabilities()
     if as_json:
         echo_json([{"provider": c.provider, "host": c.host, "model": c.model, "kind": c.kind, "value": c.value,
@@ -57,13 +57,13 @@ def learned(as_json: bool) -> None:
 def forget(provider: str | None, host: str | None, model: str | None, everything: bool) -> None:
     """Clear learned entries (and the copies sessions keep), so Hermes tries the fields again."""
     from ..rejections import forget as forget_entries
-    from ..store import Store
+    from ..store import open_store
 
     if not (provider or host or model or everything):
         raise click.UsageError("name --provider, --host and/or --model, or pass --all")
     if everything and (provider or host or model):
         raise click.UsageError("--all clears everything; do not combine it with filters")
-    with Store() as store:
+    with open_store() as store:
         rows, sessions = forget_entries(store, provider, host, model)
     click.echo(f"forgot {rows} ledger entr{'y' if rows == 1 else 'ies'}"
                + (f" and {sessions} session cop{'y' if sessions == 1 else 'ies'}" if sessions else ""))

@@ -16,9 +16,9 @@ __all__ = ["sessions"]
 
 
 def _store():  # type: ignore[no-untyped-def]
-    from ..store import Store
+    from ..store import open_store
 
-    return Store()
+    return open_store()
 
 
 def _when(ts: float) -> str:
@@ -146,16 +146,16 @@ def compress(session_id: str, api_key: str | None, budget: int | None) -> None:
     """Summarise older turns into a checkpoint; kept turns keep every reasoning carrier."""
     from ..compaction import compress_session
     from ..config import load_config
-    from ..lease import session_lease
+    from ..lease import Fenced, session_lease
     from ..runtime import choose_route
     from .progress import working
 
     store = _store()
     info = store.get_session(session_id)
     resolved = choose_route(load_config(), provider=None, model=None, base_url=None, session=info)
-    with session_lease(store, info.id), \
+    with session_lease(store, info.id) as lease, \
             working(f"compressing {info.id}: summarising older turns with {resolved.route.key} · {resolved.model}…"):
-        line = compress_session(store, info.id, resolved, api_key=api_key, budget=budget)
+        line = compress_session(Fenced(store, lease), info.id, resolved, api_key=api_key, budget=budget)
     click.echo(line)
 
 

@@ -27,10 +27,10 @@ def ui(port: int, open_browser: bool) -> None:
     from starlette.routing import Mount, Route
 
     from ..gateway.server import bind
-    from ..store import Store
+    from ..store import open_store
     from ..ui import create_ui
 
-    store = Store()
+    store = open_store()
     sock = bind("127.0.0.1", port)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/ui/"
 

@@ -49,6 +49,7 @@ from ..logs import log_event
 from ..replay import Settings
 from ..resolve import Resolved
 from ..runtime import choose_route
+from ..store.lease import Fenced, Lease
 from ..tools import Toolbox, ToolContext, load_toolbox
 from ..transport import Transport
 from ..views import session_view
@@ -149,8 +150,10 @@ class GatewayState:
                            "default base URL or one listed in [gateway] allowed_base_urls of the server's "
                            "config.toml (or hermes gateway --allow-base-url)")
 
-    def run_turn(self, req: TurnRequest, on_event: Callable[[str, Any], None]) -> dict[str, Any]:
-        """Under the session lock, on a worker thread: route, key, switch, then the agent loop."""
+    def run_turn(self, req: TurnRequest, on_event: Callable[[str, Any], None],
+                 lease: Lease | None = None) -> dict[str, Any]:
+        """Under the session lease, on a worker thread: route, key, switch, then the agent loop
+        (its steps commit through ``Fenced``: refused if another worker took the lease over)."""
         from ..agent import Agent
         from ..compaction import AutoCompactor
         from ..keys import find_key
@@ -165,7 +168,8 @@ class GatewayState:
         switching = bool(req.provider or req.model or req.base_url)
         if switching and (info.provider, info.model, info.base_url) != (resolved.route.key, resolved.model, url):
             self.store.update_session(info.id, provider=resolved.route.key, model=resolved.model, base_url=url)
-        agent = Agent(self.store, self.toolbox, Settings(thinking=self.config.thinking, effort=self.config.effort),
+        store = self.store if lease is None else Fenced(self.store, lease)
+        agent = Agent(store, self.toolbox, Settings(thinking=self.config.thinking, effort=self.config.effort),
                       stream=self.config.stream if self.options.provider_stream is None else self.options.provider_stream,
                       api_key=key, max_steps=self.options.max_steps or self.config.max_steps, on_event=on_event,
                       transport=self.transport, compactor=AutoCompactor(budget=self.config.context_budget or None))
@@ -190,7 +194,7 @@ class GatewayState:
     # ----------------------------------------------------------------- turns
 
     def start_turn(self, req: TurnRequest) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
-        job = TurnJob(self.locks, req, lambda on_event: self.run_turn(req, on_event), self.limiter,
+        job = TurnJob(self.locks, req, lambda on_event, lease: self.run_turn(req, on_event, lease), self.limiter,
                       wait_s=req.wait_s)
         task = asyncio.create_task(job.run())
         self.jobs.add(task)
@@ -375,18 +379,18 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         if keep_last is not None and keep_last < 0:
             raise ApiError(400, "invalid_request", "'keep_last' must be a number of turns >= 0")
 
-        def work() -> Any:
+        def work(lease: Lease) -> Any:
             from ..keys import find_key
 
             info = store.get_session(sid)
             resolved = choose_route(config, provider=None, model=None, base_url=None, session=info)
             extra = {} if keep_last is None else {"keep_last": keep_last}
-            return compress_session(store, sid, resolved, api_key=find_key(resolved.route), transport=state.transport,
-                                    tools=state.toolbox.specs,
+            return compress_session(Fenced(store, lease), sid, resolved, api_key=find_key(resolved.route),
+                                    transport=state.transport, tools=state.toolbox.specs,
                                     settings=Settings(thinking=config.thinking, effort=config.effort), **extra)
 
-        async with state.locks.hold(sid):  # a checkpoint is a turn: it must not interleave with one
-            out = await anyio.to_thread.run_sync(work, limiter=state.limiter)
+        async with state.locks.hold(sid) as lease:  # a checkpoint is a turn: it must not interleave with one
+            out = await anyio.to_thread.run_sync(work, lease, limiter=state.limiter)
         line = out if isinstance(out, str) else repr(out)
         return json_response({"session_id": sid, "result": line})
 

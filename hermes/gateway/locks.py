@@ -4,14 +4,17 @@ Two layers, because they solve different problems:
 
 1. An in-process ``asyncio.Lock`` per session queues this process's requests without touching
    the database (no polling, FIFO among local waiters).
-2. The store's row lock (``Store.acquire_lock``: owner + expiry in ``session_locks``, taken
-   inside ``BEGIN IMMEDIATE``) excludes other processes sharing ``state.db``. It is polled
+2. The store's lease (``acquire_lease``: owner + expiry + fencing token in ``session_locks``,
+   taken in one transaction holding the session's write lock) excludes other processes and
+   hosts sharing the store (``state.db`` or PostgreSQL). It is polled
    with capped exponential backoff until the caller's deadline, and renewed every ``ttl/3``
    while the turn runs, so a crashed process's lock expires after ``ttl`` instead of wedging
    the session, while a live but slow turn keeps it.
 
 Every owner string is unique per turn (host:pid:nonce:counter), so a renew can never extend
-someone else's lock and a release after expiry deletes nothing.
+someone else's lock and a release after expiry deletes nothing. ``hold`` yields the
+:class:`~hermes.store.lease.Lease`; the turn commits its steps through
+``Fenced(store, lease)``, so a worker whose lease was taken over cannot commit afterwards.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import anyio
 import anyio.to_thread
 
 from ..logs import log_event
+from ..store.lease import Lease
 
 __all__ = ["Busy", "SessionLocks"]
 
@@ -60,8 +64,8 @@ class SessionLocks:
         self._local: dict[str, _Local] = {}
 
     @asynccontextmanager
-    async def hold(self, session_id: str, *, wait_s: float | None = None) -> AsyncIterator[str]:
-        """Wait (up to ``wait_s``) for the session, yield the owner id, always release."""
+    async def hold(self, session_id: str, *, wait_s: float | None = None) -> AsyncIterator[Lease]:
+        """Wait (up to ``wait_s``) for the session, yield the lease, always release."""
         deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
         local = self._local.setdefault(session_id, _Local())
         local.users += 1
@@ -72,10 +76,10 @@ class SessionLocks:
                 raise Busy(session_id) from None
             try:
                 owner = f"{self.prefix}:{next(self._seq)}"
-                await self._acquire(session_id, owner, deadline)
+                fence = await self._acquire(session_id, owner, deadline)
                 renewer = asyncio.create_task(self._renew(session_id, owner))
                 try:
-                    yield owner
+                    yield Lease(session_id, owner, fence)
                 finally:
                     renewer.cancel()
                     with anyio.CancelScope(shield=True):
@@ -87,11 +91,12 @@ class SessionLocks:
             if local.users == 0:
                 self._local.pop(session_id, None)
 
-    async def _acquire(self, session_id: str, owner: str, deadline: float) -> None:
+    async def _acquire(self, session_id: str, owner: str, deadline: float) -> int:
         delay = self.poll_min_s
         while True:
-            if await anyio.to_thread.run_sync(self.store.acquire_lock, session_id, owner, self.ttl_s):
-                return
+            fence = await anyio.to_thread.run_sync(self.store.acquire_lease, session_id, owner, self.ttl_s)
+            if fence is not None:
+                return int(fence)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise Busy(session_id)

@@ -173,12 +173,13 @@ def run_announced(server: Any, sock: socket.socket, line: str) -> None:
 
 
 def serve(store: Any, config: Config, *, host: str, port: int, options: GatewayOptions,
-          log_level: str = "warning", graceful_s: int | None = None) -> None:
-    """Serve until interrupted. Prints ``hermes gateway listening on URL`` once ready."""
+          log_level: str = "warning", graceful_s: int | None = None, sock: socket.socket | None = None) -> None:
+    """Serve until interrupted. Prints ``hermes gateway listening on URL`` once ready.
+    ``sock``: an already listening socket (a ``--workers`` child inherits its parent's)."""
     import uvicorn
 
     check_bind(host, options.token)
-    sock = bind(host, port)
+    sock = sock or bind(host, port)
     actual = sock.getsockname()[1]
     app = create_app(store, config, options)
     server = uvicorn.Server(uvicorn_config(app, options, log_level=log_level, graceful_s=graceful_s))

@@ -22,6 +22,7 @@ import anyio.to_thread
 
 from ..messages import ToolResult
 from ..resolve import Resolved
+from ..store.lease import Lease
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 from .locks import SessionLocks
 
@@ -72,11 +73,11 @@ def event_mapper(sink: EventSink) -> Callable[[str, Any], None]:
 
 @dataclass
 class TurnJob:
-    """Runs ``work(on_event)`` under the session lock; ``locked`` resolves once it holds it."""
+    """Runs ``work(on_event, lease)`` under the session lease; ``locked`` resolves once held."""
 
     locks: SessionLocks
     request: TurnRequest
-    work: Callable[[Callable[[str, Any], None]], dict[str, Any]]
+    work: Callable[[Callable[[str, Any], None], Lease], dict[str, Any]]
     limiter: anyio.CapacityLimiter
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
@@ -90,9 +91,9 @@ class TurnJob:
 
         on_event = event_mapper(sink)
         try:
-            async with self.locks.hold(self.request.session_id, wait_s=self.wait_s):
+            async with self.locks.hold(self.request.session_id, wait_s=self.wait_s) as lease:
                 self.locked.set_result(None)
-                result = await anyio.to_thread.run_sync(self.work, on_event, limiter=self.limiter)
+                result = await anyio.to_thread.run_sync(self.work, on_event, lease, limiter=self.limiter)
         except BaseException as e:
             if not self.locked.done():
                 self.locked.set_exception(e)

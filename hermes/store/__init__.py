@@ -1,26 +1,36 @@
 """The session store: sessions, their histories, learned capabilities, session locks.
 
-``Store`` is the SQLite implementation (``$HERMES_HOME/state.db``, WAL, 0600). Code that only
-needs *a* store should type against :class:`SessionStore`, the narrow protocol a PostgreSQL
-implementation for the gateway can follow: plain values in and out, no cursors, no SQL,
-one method per unit of work (a turn is one call, one transaction).
+``Store`` is the SQLite implementation (``$HERMES_HOME/state.db``, WAL, 0600), the default;
+``PgStore`` (``hermes.store.pg``) keeps the same guarantees on PostgreSQL for many workers on
+many hosts. :func:`open_store` picks one: ``HERMES_DATABASE_URL``, else ``[store] url`` in
+config.toml, else ``state.db``. Code that only needs *a* store types against
+:class:`SessionStore`: plain values in and out, no cursors, no SQL, one method per unit of
+work (a step is one call, one transaction).
 
-Layout: ``migrations`` (the schema, as named functions), ``opening`` (create / refuse /
-migrate), ``codec`` (part <-> row), ``ledger`` (capability facts), ``db`` (``Store``).
-Documented in ``docs/store.md``.
+Layout: ``migrations`` / ``pg_schema`` (the schemas, as named functions), ``opening`` (create /
+refuse / migrate a file), ``codec`` (part <-> row), ``ledger`` (capability facts), ``lease``
+(fencing tokens), ``db`` (``Store``), ``pg`` (``PgStore``), ``copy`` (``hermes store migrate``).
+Documented in ``docs/store.md`` and ``docs/scale.md``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..errors import StoreError
 from ..messages import Message, RouteKey
 from .codec import blob_hash
 from .db import Store, merge_patch
+from .lease import Lease
 from .records import Capability, SessionInfo
 
-__all__ = ["Capability", "SessionInfo", "SessionStore", "Store", "blob_hash", "merge_patch"]
+if TYPE_CHECKING:
+    from ..config import Config
+
+__all__ = ["Capability", "Lease", "SessionInfo", "SessionStore", "Store", "blob_hash", "merge_patch",
+           "open_store", "store_url"]
 
 
 @runtime_checkable
@@ -62,6 +72,7 @@ class SessionStore(Protocol):
         *,
         route_key: RouteKey | None = None,
         usage: Mapping[str, Any] | None = None,
+        fence: Lease | None = None,
     ) -> int: ...
     def branch(self, session_id: str, *, upto_seq: int | None = None, title: str = "") -> str: ...
     def export_jsonl(self, session_id: str) -> Iterator[bytes]: ...
@@ -80,6 +91,38 @@ class SessionStore(Protocol):
         self, provider: str | None = None, host: str | None = None, model: str | None = None
     ) -> int: ...
 
-    # gateway session locks
+    # session leases (hermes.store.lease)
     def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool: ...
+    def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None: ...
+    def lease_holder(self, session_id: str) -> str | None: ...
     def release_lock(self, session_id: str, owner: str) -> bool: ...
+
+
+def store_url(config: Config | None = None) -> str:
+    """``HERMES_DATABASE_URL``, else config.toml's ``[store] url``; ``""`` means ``state.db``."""
+    url = os.environ.get("HERMES_DATABASE_URL", "").strip()
+    if url:
+        from urllib.parse import urlsplit
+
+        from ..errors import register_secret
+
+        register_secret(urlsplit(url).password)
+        return url
+    if config is None:
+        from ..config import load_config
+
+        config = load_config()
+    return config.store_url or ""
+
+
+def open_store(config: Config | None = None) -> Any:
+    """The configured store: ``PgStore`` for a ``postgresql://`` URL, else ``Store()``."""
+    url = store_url(config)
+    if not url:
+        return Store()
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise StoreError(f"unsupported store URL scheme in {url.split(':', 1)[0]!r}",
+                         hint="use postgresql://user@host:port/dbname, or unset it for state.db")
+    from .pg import PgStore
+
+    return PgStore(url)

@@ -31,23 +31,17 @@ from typing import Any
 import orjson
 
 from ..errors import HermesError, StoreError
-from ..messages import Message, Part, Role, RouteKey, dumps
+from ..messages import Message, Part, Role, RouteKey
 from ..paths import db_path
 from . import ledger
 from .codec import part_from_row, part_to_row
+from .lease import Lease, check_fence
 from .opening import explain, open_db
-from .records import Capability, SessionInfo
+from .records import Capability
+from .shared import SharedMethods
 
 __all__ = ["Store"]
 
-_HINT_LIST = "list sessions with `hermes sessions list`"
-_INFO_SQL = (
-    "SELECT s.id, s.created, s.updated, s.title, s.provider, s.model, s.base_url, s.parent_id,"
-    " s.branch_of_seq,"
-    " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id),"
-    " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)"
-    " FROM sessions s"
-)
 _LOAD_SQL = (
     "SELECT m.seq, m.role, p.kind, p.text, p.data, b.data"
     " FROM messages m"
@@ -77,7 +71,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-class Store:
+class Store(SharedMethods):
     """Sessions, their messages, the capability ledger and session locks in one SQLite file."""
 
     def __init__(self, path: Path | None = None, *, timeout_s: float = 10.0) -> None:
@@ -126,9 +120,6 @@ class Store:
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {self.path}: {e}") from None
 
-    @staticmethod
-    def _unknown(session_id: str) -> StoreError:
-        return StoreError(f"unknown session {session_id!r}", hint=_HINT_LIST)
 
     def _require(self, c: sqlite3.Connection, session_id: str) -> None:
         if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
@@ -159,29 +150,6 @@ class Store:
                 (sid, now, now, title, provider, model, base_url, config),
             )
         return sid
-
-    def get_session(self, ref: str) -> SessionInfo:
-        """The session ``ref`` names: an exact id or a unique prefix of one (as users type it)."""
-        rows = self._read(_INFO_SQL + " WHERE s.id = ?", (ref,))
-        if not rows and ref:
-            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            rows = self._read(_INFO_SQL + " WHERE s.id LIKE ? ESCAPE '\\' LIMIT 6", (pattern,))
-            if len(rows) > 1:
-                ids = ", ".join(r[0] for r in rows[:5])
-                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=_HINT_LIST)
-        if not rows:
-            raise self._unknown(ref)
-        return SessionInfo(*rows[0])
-
-    def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
-        """Most recently updated first."""
-        rows = self._read(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?", (limit,))
-        return [SessionInfo(*r) for r in rows]
-
-    def latest_session(self) -> SessionInfo | None:
-        """The session ``--continue`` resumes; ``None`` when there is none."""
-        found = self.list_sessions(1)
-        return found[0] if found else None
 
     def update_session(
         self,
@@ -247,11 +215,13 @@ class Store:
         *,
         route_key: RouteKey | None = None,
         usage: Mapping[str, Any] | None = None,
+        fence: Lease | None = None,
     ) -> int:
         """Append one turn's messages atomically; returns the turn number (1, 2, ...).
 
         Everything — serialising parts included — happens inside the transaction, so any
         failure (a part that is not JSON, a constraint, a kill) leaves no trace of the turn.
+        With ``fence``, the lease is re-checked in the same transaction (:class:`LeaseLost`).
         """
         if not messages:
             raise StoreError("a turn needs at least one message")
@@ -265,6 +235,10 @@ class Store:
             first, turn, exists = row
             if not exists:
                 raise self._unknown(session_id)
+            if fence is not None:
+                check_fence(fence, c.execute(
+                    "SELECT owner, fence FROM session_locks WHERE session_id = ?", (session_id,)
+                ).fetchone())
             now = time.time()
             rk = None
             if route_key is not None:
@@ -362,22 +336,7 @@ class Store:
                 )
         return sid
 
-    def export_jsonl(self, session_id: str) -> Iterator[bytes]:
-        """The history as JSONL lines (``messages.dumps`` + newline): exactly what
-        ``hermes.messages.load_jsonl`` / ``hermes replay FILE`` read back. Loads eagerly so
-        an unknown session fails here, not mid-write."""
-        history = self.load(session_id)
-        return (dumps(m) + b"\n" for m in history)
-
     # ------------------------------------------------------------------ per-session config
-
-    def model_config(self, session_id: str) -> dict[str, Any]:
-        """Learned per-session facts (e.g. ``reasoning_rejected_carriers``)."""
-        rows = self._read("SELECT model_config FROM sessions WHERE id = ?", (session_id,))
-        if not rows:
-            raise self._unknown(session_id)
-        value: dict[str, Any] = orjson.loads(rows[0][0])
-        return value
 
     def patch_model_config(self, session_id: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """Merge ``patch`` (RFC 7396: ``None`` deletes) atomically; returns the new config.
@@ -442,27 +401,41 @@ class Store:
 
     # ------------------------------------------------------------------ session locks
 
-    def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
-        """Take (or renew) the per-session turn lock for ``ttl_s`` seconds.
+    def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None:
+        """:meth:`acquire_lock` returning the lease's fencing token (``None``: held by another).
 
-        True if ``owner`` now holds it; False if another owner holds an unexpired lock.
-        An expired lock is stolen — a crashed gateway worker cannot wedge a session.
+        A new holder gets ``sessions.lease_fence + 1``; a renewal keeps its token. Steps
+        committed with ``append_turn(..., fence=Lease(...))`` are refused once the token is
+        no longer current (``hermes.store.lease``).
         """
         with self._write("lock a session") as c:
-            self._require(c, session_id)
-            now = time.time()
             row = c.execute(
-                "SELECT owner, expires FROM session_locks WHERE session_id = ?", (session_id,)
+                "SELECT s.lease_fence, l.owner, l.expires, l.fence FROM sessions s"
+                " LEFT JOIN session_locks l ON l.session_id = s.id WHERE s.id = ?",
+                (session_id,),
             ).fetchone()
-            if row is not None and row[0] != owner and row[1] > now:
-                return False
+            if row is None:
+                raise self._unknown(session_id)
+            counter, held_by, expires, fence = row
+            now = time.time()
+            if held_by is not None and held_by != owner and expires > now:
+                return None
+            if held_by != owner:
+                fence = counter + 1
+                c.execute("UPDATE sessions SET lease_fence = ? WHERE id = ?", (fence, session_id))
             c.execute(
-                "INSERT INTO session_locks (session_id, owner, expires) VALUES (?, ?, ?)"
+                "INSERT INTO session_locks (session_id, owner, expires, fence) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
-                " expires = excluded.expires",
-                (session_id, owner, now + ttl_s),
+                " expires = excluded.expires, fence = excluded.fence",
+                (session_id, owner, now + ttl_s, fence),
             )
-            return True
+            return int(fence)
+
+    def lease_holder(self, session_id: str) -> str | None:
+        """The owner of the session's unexpired lease, if any."""
+        rows = self._read("SELECT owner FROM session_locks WHERE session_id = ? AND expires > ?",
+                          (session_id, time.time()))
+        return str(rows[0][0]) if rows else None
 
     def release_lock(self, session_id: str, owner: str) -> bool:
         """Release the lock if ``owner`` holds it; True if a lock was released."""

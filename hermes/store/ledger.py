@@ -5,13 +5,12 @@ to learn; the ledger makes sure a *new* session need not pay it again (a per-ses
 alone would). Keys are normalised: provider lower-cased and stripped, host lower-cased, model
 stripped — one model's rejection on a gateway never strips carriers from its sibling models.
 
-These functions run inside the caller's transaction; :class:`hermes.store.db.Store` owns the
-transactions.
+These functions run inside the caller's transaction; the stores own the transactions. The SQL
+is portable (``?`` placeholders; ``PgStore`` adapts them), so both backends share these rules.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,7 +48,7 @@ def merge_value(old: Any, new: Any) -> Any:
 
 
 def learn(
-    c: sqlite3.Connection,
+    c: Any,
     key: tuple[str, str, str],
     kind: str,
     value: Any,
@@ -85,7 +84,7 @@ def learn(
     return True
 
 
-def lookup(c: sqlite3.Connection, key: tuple[str, str, str]) -> dict[str, Any]:
+def lookup(c: Any, key: tuple[str, str, str]) -> dict[str, Any]:
     """Everything learned for one (provider, host, model): ``{kind: value}``."""
     rows = c.execute(
         "SELECT kind, value FROM capabilities WHERE provider = ? AND host = ? AND model = ?"
@@ -95,7 +94,7 @@ def lookup(c: sqlite3.Connection, key: tuple[str, str, str]) -> dict[str, Any]:
     return {kind: orjson.loads(value) for kind, value in rows}
 
 
-def list_capabilities(c: sqlite3.Connection) -> list[Capability]:
+def list_capabilities(c: Any) -> list[Capability]:
     """The whole ledger, for ``hermes capabilities`` style inspection."""
     rows = c.execute(
         "SELECT provider, host, model, kind, value, evidence, created, updated FROM capabilities"
@@ -108,7 +107,7 @@ def list_capabilities(c: sqlite3.Connection) -> list[Capability]:
 
 
 def forget(
-    c: sqlite3.Connection, provider: str | None, host: str | None, model: str | None
+    c: Any, provider: str | None, host: str | None, model: str | None
 ) -> int:
     """Delete learned facts; ``None`` matches anything. Returns the number of rows removed."""
     where: list[str] = []

@@ -159,3 +159,19 @@ CREATE INDEX proxy_memory_tenant_age ON proxy_memory(tenant, created); -- oldest
 CREATE INDEX proxy_memory_age ON proxy_memory(created);                -- expiry across tenants
 """,
     )
+
+
+@migration
+def m003_lease_fence(conn: sqlite3.Connection) -> None:
+    """Fencing tokens for session leases: a per-session counter that grows by one for every new
+    holder, and the value each current holder was granted. A step commit that carries a lease
+    is refused unless that lease is still the session's current one."""
+    run_script(
+        conn,
+        """
+ALTER TABLE sessions ADD COLUMN lease_fence INTEGER NOT NULL DEFAULT 0; -- fencing token of the
+                                         -- latest lease granted on this session (never decreases)
+ALTER TABLE session_locks ADD COLUMN fence INTEGER NOT NULL DEFAULT 0; -- sessions.lease_fence
+                                         -- when this owner took the lease
+""",
+    )

@@ -1,0 +1,88 @@
+"""Store methods that are the same whatever the backend: defined once over the protocol's
+other methods, so ``Store`` (SQLite) and ``PgStore`` (PostgreSQL) cannot drift apart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from ..errors import StoreError
+from ..messages import dumps
+from .records import SessionInfo
+
+__all__ = ["HINT_LIST", "SharedMethods"]
+
+HINT_LIST = "list sessions with `hermes sessions list`"
+_INFO_SQL = (
+    "SELECT s.id, s.created, s.updated, s.title, s.provider, s.model, s.base_url, s.parent_id,"
+    " s.branch_of_seq,"
+    " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id),"
+    " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)"
+    " FROM sessions s"
+)
+
+
+class SharedMethods:
+    """Mixed into both stores; relies on ``list_sessions``, ``load``, ``acquire_lease``, ``_read``."""
+
+    def load(self, session_id: str) -> list[Any]:
+        raise NotImplementedError
+
+    def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None:
+        raise NotImplementedError
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """One query with ``?`` placeholders; both stores accept them."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _unknown(session_id: str) -> StoreError:
+        return StoreError(f"unknown session {session_id!r}", hint=HINT_LIST)
+
+    def model_config(self, session_id: str) -> dict[str, Any]:
+        """Learned per-session facts (e.g. ``reasoning_rejected_carriers``)."""
+        rows = self._read("SELECT model_config FROM sessions WHERE id = ?", (session_id,))
+        if not rows:
+            raise self._unknown(session_id)
+        value: dict[str, Any] = orjson.loads(rows[0][0])
+        return value
+
+    def get_session(self, ref: str) -> SessionInfo:
+        """The session ``ref`` names: an exact id or a unique prefix of one (as users type it)."""
+        rows = self._read(_INFO_SQL + " WHERE s.id = ?", (ref,))
+        if not rows and ref:
+            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self._read(_INFO_SQL + " WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.id LIMIT 6", (pattern,))
+            if len(rows) > 1:
+                ids = ", ".join(r[0] for r in rows[:5])
+                raise StoreError(f"session prefix {ref!r} is ambiguous ({ids} ...)", hint=HINT_LIST)
+        if not rows:
+            raise self._unknown(ref)
+        return SessionInfo(*rows[0])
+
+    def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
+        """Most recently updated first."""
+        rows = self._read(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?", (limit,))
+        return [SessionInfo(*r) for r in rows]
+
+    def latest_session(self) -> SessionInfo | None:
+        """The session ``--continue`` resumes; ``None`` when there is none."""
+        found = self.list_sessions(1)
+        return found[0] if found else None
+
+    def export_jsonl(self, session_id: str) -> Iterator[bytes]:
+        """The history as JSONL lines (``messages.dumps`` + newline): exactly what
+        ``hermes.messages.load_jsonl`` / ``hermes replay FILE`` read back. Loads eagerly so
+        an unknown session fails here, not mid-write."""
+        history = self.load(session_id)
+        return (dumps(m) + b"\n" for m in history)
+
+    def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
+        """Take (or renew) the per-session turn lock for ``ttl_s`` seconds.
+
+        True if ``owner`` now holds it; False if another owner holds an unexpired lock.
+        An expired lock is stolen — a crashed gateway worker cannot wedge a session.
+        """
+        return self.acquire_lease(session_id, owner, ttl_s) is not None
