@@ -29,11 +29,15 @@ def window(history: Sequence[Message], *, known: int = 0, known_start: int = 0) 
 
 
 def open_loop_start(messages: Sequence[Message]) -> int:
-    """Index of the first message after the last user message: the in-flight tool loop.
+    """Index of the first message after the last user message that closed a loop: the in-flight
+    tool loop.
 
-    Tool results live in ``tool`` messages, so a ``user`` message always ends a loop.
+    Tool results live in ``tool`` messages, so a ``user`` message normally ends a loop. But a
+    loop cut before its answer (a killed or interrupted turn) ends in a tool result; the next
+    user message then lands in the same API user turn as that result (Anthropic merges them),
+    so the provider still sees the unanswered loop as the latest one and wants its thinking.
     """
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "user":
+        if messages[i].role == "user" and not (i > 0 and messages[i - 1].role == "tool"):
             return i + 1
     return 0
