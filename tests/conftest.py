@@ -45,6 +45,17 @@ def emulator() -> Iterator[object]:
         yield emu
 
 
+@pytest.fixture(autouse=True)
+def _emulator_controls_reset(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The emulator is shared by the whole run; the controls a test sets (faults, drift,
+    delays) end with the test. Without this a test arming ``fault="500", times=5`` for a CLI
+    that retries three times left two 500s for whichever test used that personality next."""
+    emu = request.getfixturevalue("emulator") if "emulator" in request.fixturenames else None
+    yield
+    if emu is not None:
+        emu.state.reset_controls()
+
+
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Fake AWS credentials and an empty AWS config, so botocore signs requests to the Bedrock

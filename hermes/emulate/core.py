@@ -124,6 +124,13 @@ class EmulatorState:
             if delay is not None:
                 c.delay = delay
 
+    def reset_controls(self) -> None:
+        """Back to a well-behaved provider: no armed faults, drift or delay. A test that arms
+        more faults than its client consumes must not leave them to the next test sharing
+        this emulator (that was an order-dependent failure in the suite)."""
+        with self._lock:
+            self.controls.clear()
+
     def take_fault(self, personality: str) -> str | None:
         """The pending fault for this personality, consuming one use."""
         c = self.control(personality)
