@@ -343,7 +343,10 @@ def event_frames(payload: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]
                 for part in _chunks(rt["text"]):
                     events.append(_event("contentBlockDelta", {"delta": {"reasoningContent": {"text": part}},
                                                                "contentBlockIndex": i}))
-                if rt.get("signature"):  # split in two: signature deltas concatenate
+                # Split in two: ConverseStream signature deltas concatenate. AWS's own agent SDK
+                # appends them (strands-agents/sdk-python src/strands/event_loop/streaming.py at
+                # 9b73296e); a client that assigns keeps only the last half and is refused.
+                if rt.get("signature"):
                     for part in _chunks(rt["signature"], 2):
                         events.append(_event("contentBlockDelta", {"delta": {"reasoningContent": {"signature": part}},
                                                                    "contentBlockIndex": i}))

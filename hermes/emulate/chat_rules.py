@@ -129,7 +129,10 @@ FACTS: dict[str, Facts] = {
     "vercel": Facts((R, RD), _OR, ("anthropic/claude-sonnet-4.5", "openai/gpt-5", "google/gemini-3-pro-preview"),
                     errors="openrouter", signs="details", ask="reasoning", ask_models=_ASKED,
                     echo_models=_AGG_ECHO,
-                    notes="error envelope unconfirmed: OpenRouter's used"),
+                    notes="takes reasoning_content, reasoning and reasoning_details back on assistant messages "
+                          "(a user's tests through the OpenAI-compatible API, community.vercel.com/t/36443; "
+                          "fantasy's recorded requests with reasoning + reasoning_details); maps `reasoning` to "
+                          "DeepSeek's native field; error envelope unconfirmed: OpenRouter's used"),
     "nous": Facts((R, RD), _OR, ("Hermes-4-405B", "Hermes-4-70B", "moonshotai/kimi-k2.6"), errors="openrouter",
                   signs="details", echo_models=_AGG_ECHO, model_returns=(("hermes-4*", (THINK,)),),
                   notes="Hermes 4 models think in <think> tags inside content"),
@@ -178,8 +181,10 @@ FACTS: dict[str, Facts] = {
                   top_extra=_GROQ_TOP),
     "cerebras": Facts((R,), frozenset({R}), ("gpt-oss-120b", "zai-glm-4.7"), strict=True, errors="cerebras",
                       top_extra=_GROQ_TOP | {"disable_reasoning"},
-                      notes="takes `reasoning` back on assistant messages: a recorded gpt-oss-120b request "
-                            "carrying it was accepted (pydantic-ai test_cerebras_thinking_part_survives_multiturn)"),
+                      notes="takes `reasoning` back on assistant messages, refuses `reasoning_content` (real body "
+                            "in zerx-lab/zap#25, anomalyco/opencode#26762; QwenLM/qwen-code#11045 on every model); "
+                            "a recorded gpt-oss-120b request carrying `reasoning` was accepted (pydantic-ai "
+                            "test_cerebras_thinking_part_survives_multiturn)"),
     "sambanova": Facts((THINK,), frozenset(), ("DeepSeek-R1-0528", "DeepSeek-V3.1"), strict=True,
                        notes="strictness text unconfirmed: OpenAI wording"),
     "hunyuan": Facts((RC,), frozenset(), ("hunyuan-t1-latest", "hunyuan-a13b"), strict=True,
