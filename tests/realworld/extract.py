@@ -87,11 +87,11 @@ def cassettes(src: Path, commit: str, root: str) -> Iterator[tuple[str, str]]:
     """(path, text) of every cassette under ``root`` at ``commit`` — through git when ``src`` is
     a clone (so whatever is checked out does not matter), else from the files as they are."""
     git = ["git", "-C", str(src)]
-    if subprocess.run([*git, "rev-parse", "--git-dir"], capture_output=True).returncode != 0:
+    tree = subprocess.run([*git, "ls-tree", "-r", commit, "--", root], capture_output=True, text=True)
+    if tree.returncode != 0:  # not a clone holding that commit: the files as they are
         for p in sorted((src / root).rglob("*.yaml")):
             yield p.relative_to(src).as_posix(), p.read_text()
         return
-    tree = subprocess.run([*git, "ls-tree", "-r", commit, "--", root], capture_output=True, text=True, check=True)
     blobs = [(ln.split("\t", 1)[1], ln.split()[2]) for ln in tree.stdout.splitlines()
              if ln.split()[1] == "blob" and ln.endswith(".yaml")]
     batch = subprocess.Popen([*git, "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
