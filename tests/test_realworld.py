@@ -155,9 +155,9 @@ def explain(family: str, got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]
             readable = "".join(d.get("text") or d.get("summary") or "" for d in details)
             if len(texts) == 1 and (len(texts | {v for k, v in theirs.items() if k != "reasoning_details"}) == 1
                                     or json.loads(next(iter(texts))) == readable):
-                return ("the gateway row also sends the readable text as reasoning_content / reasoning (OpenRouter "
-                        "ignores keys it does not read); reasoning_details, which the upstream verifies, is "
-                        "byte-identical")
+                return ("the row also sends the readable text as reasoning_content / reasoning (the gateways take "
+                        "both, local servers read one and ignore the other); reasoning_details, which the upstream "
+                        "verifies, is byte-identical")
     if family == "openai-responses" and ("message", "") in want \
             and [w for w in want if w != ("message", "")] == [g for g in got if g != ("message", "")]:
         return ("the client sent an empty assistant message before the function calls; Hermes sends no empty "
