@@ -1,6 +1,7 @@
 """The real-world corpus: recorded exchanges with real providers judge our decoders and wires.
 
-Each case in tests/realworld/cases/ (sources and licence in tests/realworld/SOURCES.md) holds a
+Each case — built locally by tests/realworld/extract.py into ``$HERMES_REALWORLD_CASES`` (default
+tests/realworld/cases/; sources and licences in tests/realworld/SOURCES.md) — holds a
 response a real provider sent — whole JSON or SSE text, as recorded — and the conversation of
 the next request the recording's client sent, which the real provider accepted. For every case:
 
