@@ -384,10 +384,11 @@ def assistant_turn(family: str, conversation: Sequence[Mapping[str, Any]],
     turns = [m for m in conversation if m.get("role") == role]
     last = next((m for m in turns if call_id is not None and call_id in _call_ids(m)), turns[-1])
     if family == "gemini":
+        parts = [{_CAMEL.get(k, k): v for k, v in p.items()} for p in last["parts"]]  # Vertex takes snake_case too
         return [("thought" if p.get("thought") else "text" if "text" in p else "functionCall",
                  p.get("text") if "text" in p else (p["functionCall"]["name"], _json(p["functionCall"].get("args", {}))),
                  _b64(p["thoughtSignature"]) if p.get("thoughtSignature") else None)
-                for p in last["parts"]]
+                for p in parts]
     if family == "anthropic":
         out = []
         for b in last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]:
@@ -413,6 +414,9 @@ def assistant_turn(family: str, conversation: Sequence[Mapping[str, Any]],
                                                                          "reasoning_details") if last.get(k))
     calls = tuple((c["id"], c["function"]["name"], _json(c["function"]["arguments"])) for c in last.get("tool_calls") or [])
     return [("content", last.get("content") or ""), ("carriers", carriers), ("tool_calls", calls)]
+
+
+_CAMEL = {"function_call": "functionCall", "thought_signature": "thoughtSignature"}
 
 
 def _call_ids(message: Mapping[str, Any]) -> set[str]:
