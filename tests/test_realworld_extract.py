@@ -79,6 +79,22 @@ def test_steps_that_are_not_replays_of_a_reasoning_or_tool_turn_are_left_out(
     assert cases(first, then) == []
 
 
+def test_a_failed_gemini_generation_is_not_a_case() -> None:
+    uri = "https://generativelanguage.googleapis.com/v1beta/models/gemini-3-pro-preview:generateContent"
+    call = {"functionCall": {"name": "ls", "args": {}}, "thoughtSignature": "CsigA"}
+    back = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [call]}]}
+
+    def interaction(finish: str) -> list[dict[str, Any]]:
+        answer = {"candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": finish}]}
+        return [{"request": {"uri": uri, "parsed_body": {"contents": back["contents"][:1]}},
+                 "response": {"status": {"code": 200}, "parsed_body": answer}},
+                {"request": {"uri": uri, "parsed_body": back},
+                 "response": {"status": {"code": 200}, "parsed_body": {}}}]
+
+    assert [c["model"] for c in cases(*interaction("STOP"))] == ["gemini-3-pro-preview"]
+    assert cases(*interaction("UNEXPECTED_TOOL_CALL")) == []
+
+
 def test_a_fantasy_stream_is_kept_as_sse_text_and_read_at_the_pinned_commit(tmp_path: Path) -> None:
     """go-vcr cassettes (raw string bodies, ``url``, ``code``) in a clone: read through git at
     the pinned commit, whatever is checked out afterwards."""
