@@ -98,7 +98,7 @@ def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float
 
 def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[float], float, float]:
     from hermes.agent import Agent
-    from hermes.compaction import AutoCompactor
+    from hermes.compactor import AutoCompactor
     from hermes.resolve import resolve
     from hermes.store import Store
     from hermes.tools import ToolContext, load_toolbox

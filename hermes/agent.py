@@ -11,11 +11,11 @@ live session. A request rejected for a replayed field is retried once without it
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ProviderHTTPError
+from .events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished, Waiting
 from .logs import log_event, plan_summary
 from .messages import Message
 from .provider import Exchange, complete
@@ -25,9 +25,11 @@ from .stream import Delta
 from .tools import Toolbox
 from .transport import Transport
 
-__all__ = ["Agent", "TurnResult"]
+if TYPE_CHECKING:
+    from .compactor import AutoCompactor, CompactContext
+    from .store import SessionStore
 
-Event = Callable[[str, Any], None]
+__all__ = ["Agent", "TurnResult"]
 
 
 @dataclass(slots=True)
@@ -47,26 +49,36 @@ class TurnResult:
 
 @dataclass
 class Agent:
-    """Runs user turns against one session in a store."""
+    """Runs user turns against one session in a store.
 
-    store: Any
+    Built by ``hermes.runtime.Runtime.agent`` for the CLI, the REPL and the gateway alike;
+    constructing one directly is for tests and benchmarks."""
+
+    store: SessionStore
     toolbox: Toolbox
     settings: Settings = field(default_factory=Settings)
     stream: bool = True
     api_key: str | None = None
     max_steps: int = 12
     transport: Transport | None = None
-    on_event: Event | None = None
+    on_event: EventSink | None = None
     cache: BuildCache = field(default_factory=BuildCache)
     """Plans and renders of already-built messages, reused by the next request."""
-    compactor: Any = None
-    """Optional preflight hook (``hermes.compaction.AutoCompactor``): ``before_request`` may
+    compactor: AutoCompactor | None = None
+    """Optional preflight hook (``hermes.compactor.AutoCompactor``): ``before_request`` may
     append a compaction checkpoint when the next request would not fit its context budget;
-    ``after_request`` learns the token factor from the reported usage."""
+    ``after_request`` learns the token factor from the reported usage. It sees the turn only
+    through a ``CompactContext``."""
 
-    def _emit(self, kind: str, payload: Any) -> None:
+    def _emit(self, event: AgentEvent) -> None:
         if self.on_event is not None:
-            self.on_event(kind, payload)
+            self.on_event(event)
+
+    def _compact_context(self, session_id: str) -> CompactContext:
+        from .compactor import CompactContext
+
+        return CompactContext(self.store, session_id, tools=self.toolbox.specs, settings=self.settings,
+                              api_key=self.api_key, transport=self.transport, cache=self.cache, emit=self._emit)
 
     def run_turn(self, session_id: str, user_text: str, resolved: Resolved, *,
                  history: list[Message] | None = None) -> TurnResult:
@@ -76,11 +88,14 @@ class Agent:
 
         if history is None:
             history = self.store.load(session_id)
+        if self.transport is None:  # one HTTP client for the whole conversation (TLS setup is slow)
+            self.transport = Transport()
+        ctx = None if self.compactor is None else self._compact_context(session_id)
         pending: list[Message] = [Message.user(user_text)]
         result = TurnResult(session_id, "", 0, "step_limit")
         for step in range(self.max_steps):
-            if self.compactor is not None:
-                history = self.compactor.before_request(self, session_id, resolved, history, pending)
+            if self.compactor is not None and ctx is not None:
+                history = self.compactor.before_request(ctx, resolved, history, pending)
             retry = RetryState()
             while True:
                 learned = learned_for(self.store, session_id, resolved)
@@ -92,14 +107,14 @@ class Agent:
                     if note is None:
                         raise
                     result.learned.append(note)
-                    self._emit("learned", note)
-            if self.compactor is not None:
-                self.compactor.after_request(self, resolved, ex)
+                    self._emit(Learned(note))
+            if self.compactor is not None and ctx is not None:
+                self.compactor.after_request(ctx, resolved, ex)
             assistant = ex.response.message
             result.usage.append(dict(ex.response.usage))
             results = [self.toolbox.execute(call) for call in assistant.tool_calls]
             for r in results:
-                self._emit("tool_result", r)
+                self._emit(ToolFinished(r))
             step_msgs = [*pending, assistant]
             if results:
                 step_msgs.append(Message("tool", tuple(results)))
@@ -121,9 +136,9 @@ class Agent:
             self.transport = Transport()
 
         def on_delta(d: Delta) -> None:
-            self._emit("delta", d)
+            self._emit(Streamed(d))
 
-        self._emit("waiting", {"route": resolved.route.key, "model": resolved.model, "step": step})
+        self._emit(Waiting(resolved.route.key, resolved.model, step))
 
         try:
             ex = complete(resolved, history, tools=self.toolbox.specs, settings=self.settings, learned=learned,
@@ -140,5 +155,5 @@ class Agent:
         log_event("request", session=session_id, step=step, stream=self.stream,
                   ms=round((time.monotonic() - started) * 1000, 1), finish=ex.response.finish_reason,
                   usage=dict(ex.response.usage), **summary)
-        self._emit("request", summary)
+        self._emit(Requested(summary))
         return ex

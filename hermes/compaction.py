@@ -9,7 +9,10 @@ text, signature, redacted blob, encrypted item and native record is untouched �
 last ``keep_last`` user turns, which always include the whole open tool loop. A cut is only
 ever made right before a user message, so a tool call is never separated from its results.
 
-Storage (``compress_session``): the tail is appended as **one** ``append_turn``; the store stays
+This module is pure: histories in, a tail out. Running it — the summary request, storing the
+checkpoint, the agent's preflight hook — is :mod:`hermes.compactor`.
+
+Storage (``hermes.compactor.compress_session``): the tail is appended as **one** ``append_turn``; the store stays
 append-only. ``history.window()`` starts at the newest message holding a ``Compaction``, so the
 older rows (and older checkpoints) stay in ``state.db`` but are no longer sent. Retained
 messages are therefore stored twice (blobs are shared by hash, so only part rows repeat);
@@ -29,20 +32,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import HermesError
-from .estimate import (
-    REQUEST_BASE,
-    basis_for,
-    estimate_history,
-    message_cost,
-    observe_usage,
-    plan_costs,
-    raw_plan_tokens,
-    token_factor,
-    tools_cost,
-)
+from .estimate import REQUEST_BASE, basis_for, message_cost, plan_costs, tools_cost
 from .history import window
 from .messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from .replay import Learned, PlannedMessage, Settings, plan_replay
@@ -50,16 +42,14 @@ from .resolve import Resolved
 from .wire import ToolSpec
 
 __all__ = [
+    "KEEP_LAST",
     "SUMMARY_INSTRUCTION",
-    "AutoCompactor",
     "CompactionError",
     "Outcome",
     "Summarizer",
     "compact",
     "compress",
-    "compress_session",
     "context_budget",
-    "model_summarizer",
     "render_transcript",
     "tail_walk",
 ]
@@ -377,121 +367,3 @@ def render_transcript(messages: Sequence[Message], *, max_tokens: int | None = N
             keep = int(len(text) * max_tokens / tokens * 0.9)
             text = "[earlier part of the transcript omitted]\n\n" + text[-keep:]
     return text
-
-
-def model_summarizer(
-    resolved: Resolved,
-    *,
-    api_key: str | None = None,
-    transport: Any = None,
-    budget: int | None = None,
-) -> Summarizer:
-    """The real summariser: one request to the session's route, thinking off, no tools."""
-    from .provider import complete
-
-    def summarize(old: Sequence[Message]) -> str:
-        limit = int((budget or context_budget(resolved)) * 0.8)
-        transcript = render_transcript(old, max_tokens=limit, resolved=resolved)
-        request = [Message.system(SUMMARY_INSTRUCTION),
-                   Message.user(f"Transcript to summarise:\n\n{transcript}\n\nWrite the summary now.")]
-        ex = complete(resolved, request, tools=(), settings=Settings(thinking=False), stream=False,
-                      api_key=api_key, transport=transport)
-        return ex.response.message.text
-
-    return summarize
-
-
-def compress_session(
-    store: Any,
-    session_id: str,
-    resolved: Resolved,
-    *,
-    api_key: str | None = None,
-    budget: int | None = None,
-    keep_last: int = KEEP_LAST,
-    summarize: Summarizer | None = None,
-    tools: Sequence[ToolSpec] = (),
-    settings: Settings = Settings(),
-    transport: Any = None,
-) -> str:
-    """Compact a stored session now (``/compress``, ``hermes sessions compress``); one line back.
-
-    The checkpoint and the retained messages are appended as one turn; nothing is deleted.
-    """
-    from .rejections import learned_for
-
-    if budget is None:
-        from .config import load_config
-
-        budget = context_budget(resolved, load_config().context_budget)
-    history = store.load(session_id)
-    out = compact(history, resolved, summarize=summarize or model_summarizer(
-                      resolved, api_key=api_key, transport=transport, budget=budget),
-                  budget=budget, keep_last=keep_last, learned=learned_for(store, session_id, resolved),
-                  settings=settings, tools=tools, factor=token_factor(store, resolved))
-    if out is None:
-        return "nothing to compact: the session is already a checkpoint plus its most recent turns"
-    store.append_turn(session_id, out.messages)
-    return out.line
-
-
-# ----------------------------------------------------------------------------- agent hook
-
-
-@dataclass
-class AutoCompactor:
-    """The agent's preflight hook: compact before a request that would not fit, and learn the
-    token factor from each response's usage.
-
-    ``Agent(..., compactor=AutoCompactor())``. After a compaction the predicted estimate is
-    under budget and equals the next preflight's (same per-message costs), so it never
-    triggers twice in a row for the same history.
-    """
-
-    budget: int | None = None
-    """Tokens; None → ``config.context_budget`` or the route's default."""
-    keep_last: int = KEEP_LAST
-    summarize: Summarizer | None = None
-    history: list[str] = field(default_factory=list)
-    """One line per compaction done (for the REPL / logs)."""
-
-    def budget_for(self, resolved: Resolved) -> int:
-        if self.budget:
-            return self.budget
-        from .config import load_config
-
-        return context_budget(resolved, load_config().context_budget)
-
-    def before_request(self, agent: Any, session_id: str, resolved: Resolved,
-                       history: list[Message], pending: list[Message]) -> list[Message]:
-        """The stored history to continue from (with a new checkpoint turn when one was needed)."""
-        from .rejections import learned_for
-
-        budget = self.budget_for(resolved)
-        learned = learned_for(agent.store, session_id, resolved)
-        factor = token_factor(agent.store, resolved)
-        full = [*history, *pending]
-        tools = agent.toolbox.specs
-        est = estimate_history(full, resolved, learned=learned, settings=agent.settings, tools=tools, factor=factor,
-                               cache=getattr(agent, "cache", None))
-        if est <= budget:
-            return history
-        agent._emit("compacting", {"estimate": est, "budget": budget})
-        summarize = self.summarize or model_summarizer(resolved, api_key=agent.api_key,
-                                                       transport=agent.transport, budget=budget)
-        out = compact(full, resolved, summarize=summarize, budget=budget, keep_last=self.keep_last,
-                      learned=learned, settings=agent.settings, tools=tools, factor=factor)
-        if out is None:  # pragma: no cover - over budget never returns None
-            return history
-        stored = out.messages[: len(out.messages) - len(pending)]
-        assert all(a is b for a, b in zip(out.messages[len(stored):], pending, strict=True)), \
-            "the pending user message is the last retained turn"
-        agent.store.append_turn(session_id, stored)
-        self.history.append(out.line)
-        agent._emit("compaction", out.line)
-        return [*history, *stored]
-
-    def after_request(self, agent: Any, resolved: Resolved, exchange: Any) -> None:
-        """Usage feedback: reported prompt tokens correct the (provider, host, model) factor."""
-        raw = raw_plan_tokens(exchange.plan, tools=agent.toolbox.specs, cache=getattr(agent, "cache", None))
-        observe_usage(agent.store, resolved, raw, exchange.response.usage)

@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from .errors import redact
+from .events import AgentEvent, EventSink, McpFailed, McpStarted, McpStarting
 from .mcp_config import McpServer
 from .tools import Tool, ToolContext
 from .wire import ToolSpec
@@ -136,7 +137,7 @@ class McpHub:
     """Client sessions to the configured MCP servers, on one background asyncio loop."""
 
     def __init__(self, servers: Mapping[str, McpServer], *, log_dir: Any = None,
-                 on_event: Callable[[str, Any], None] | None = None) -> None:
+                 on_event: EventSink | None = None) -> None:
         self.servers = {name: ServerInfo(cfg) for name, cfg in servers.items()}
         self.log_dir = log_dir
         self.on_event = on_event
@@ -292,19 +293,19 @@ class McpHub:
         """Start every server not running and list its tools; failures are kept in ``error``."""
         pending = [n for n, c in self._conns.items() if c.client is None]
         if pending:
-            self._emit("mcp_starting", f"starting MCP server(s): {', '.join(pending)}…")
+            self._emit(McpStarting(tuple(pending)))
             try:
                 self._wait(self._start_all(), START_TIMEOUT + 5)
             finally:
-                self._emit("mcp_started", pending)
+                self._emit(McpStarted(tuple(pending)))
         for name in pending:
             if self.servers[name].error:
-                self._emit("mcp_failed", f"MCP server {name!r} failed to start: {self.servers[name].error}")
+                self._emit(McpFailed(name, self.servers[name].error or ""))
         return self.servers
 
-    def _emit(self, kind: str, payload: Any) -> None:
+    def _emit(self, event: AgentEvent) -> None:
         if self.on_event is not None:
-            self.on_event(kind, payload)
+            self.on_event(event)
 
     def failures(self) -> dict[str, str]:
         return {n: i.error for n, i in self.servers.items() if i.error}

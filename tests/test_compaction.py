@@ -14,14 +14,13 @@ from hypothesis import strategies as st
 from hermes import estimate as est
 from hermes.agent import Agent
 from hermes.compaction import (
-    AutoCompactor,
     CompactionError,
     compact,
     compress,
-    compress_session,
     context_budget,
     tail_walk,
 )
+from hermes.compactor import AutoCompactor, compress_session
 from hermes.history import window
 from hermes.messages import (
     Compaction,

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from hermes import estimate as est
 from hermes.agent import Agent
-from hermes.compaction import AutoCompactor, tail_walk
+from hermes.compaction import tail_walk
+from hermes.compactor import AutoCompactor, CompactContext
 from hermes.messages import (
     Compaction,
     Message,
@@ -249,15 +250,15 @@ class Recorder(AutoCompactor):
         self.pairs: list[tuple[int, int]] = []
         self._predicted = 0
 
-    def before_request(self, agent: Any, session_id: str, resolved: Any, history: list[Message],
+    def before_request(self, ctx: CompactContext, resolved: Any, history: list[Message],
                        pending: list[Message]) -> list[Message]:
-        out = super().before_request(agent, session_id, resolved, history, pending)
-        self._predicted = est.estimate_history([*out, *pending], resolved, tools=agent.toolbox.specs,
-                                               factor=est.token_factor(agent.store, resolved))
+        out = super().before_request(ctx, resolved, history, pending)
+        self._predicted = est.estimate_history([*out, *pending], resolved, tools=ctx.tools,
+                                               factor=est.token_factor(ctx.store, resolved))
         return out
 
-    def after_request(self, agent: Any, resolved: Any, exchange: Any) -> None:
-        super().after_request(agent, resolved, exchange)
+    def after_request(self, ctx: CompactContext, resolved: Any, exchange: Any) -> None:
+        super().after_request(ctx, resolved, exchange)
         reported = est.prompt_tokens(exchange.response.usage)
         assert reported is not None
         self.pairs.append((self._predicted, reported))

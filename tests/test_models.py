@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from hermes import provider
-from hermes.compaction import context_budget, model_summarizer
+from hermes.compaction import context_budget
+from hermes.compactor import model_summarizer
 from hermes.errors import ConfigError, ProviderHTTPError
 from hermes.estimate import basis_for
 from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult

@@ -7,13 +7,13 @@ from typing import Any
 import click
 
 from ..paths import routes_path
-from ..resolve import Resolved, load_table, resolve
+from ..resolve import Resolved, Table, load_table, resolve
 from ..routes import Route
 
-__all__ = ["echo_json", "ignored_key_warning", "leased_turn", "resolve_cli", "route_table"]
+__all__ = ["echo_json", "ignored_key_warning", "resolve_cli", "route_table"]
 
 
-def route_table() -> tuple[Route, ...]:
+def route_table() -> Table:
     """Built-in rows plus ``$HERMES_HOME/routes.toml``."""
     return load_table(routes_path())
 
@@ -37,18 +37,3 @@ def ignored_key_warning(route: Route, api_key: str | None) -> str | None:
                    "key in AWS_BEARER_TOKEN_BEDROCK", err=True)
         return None
     return api_key
-
-
-def leased_turn(agent: Any, session_id: str, text: str, resolved: Resolved) -> Any:
-    """``agent.run_turn`` under the session's lease — the same one gateway workers take — so a
-    CLI turn never interleaves with a gateway turn on the same session, and its steps are
-    fenced (refused if the lease was lost mid-turn)."""
-    from ..store.lease import Fenced, hold_lease
-
-    store = agent.store
-    with hold_lease(store, session_id) as lease:
-        agent.store = Fenced(store, lease)
-        try:
-            return agent.run_turn(session_id, text, resolved)
-        finally:
-            agent.store = store

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .progress import Activity
+
+if TYPE_CHECKING:
+    from ..events import AgentEvent
 
 __all__ = ["chat"]
 
@@ -45,49 +48,62 @@ class _Printer:
         self.spinner = _Spinner()
         self.activity = Activity()
 
-    def __call__(self, kind: str, payload: Any) -> None:
+    def __call__(self, event: AgentEvent) -> None:
+        from ..events import (
+            Compacted,
+            Compacting,
+            Learned,
+            McpFailed,
+            McpStarting,
+            Streamed,
+            ToolFinished,
+            Waiting,
+        )
         from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
         from ..terminal import printable
 
-        if kind == "waiting":
+        if isinstance(event, Waiting):
             self.activity.stop()
             if not self.quiet:
-                self.spinner.start(f"waiting for {payload['route']} · {payload['model']}…")
+                self.spinner.start(f"waiting for {event.route} · {event.model}…")
             return
         self.spinner.stop()
-        if kind == "compacting":  # a summary request runs before the turn's next request
+        if isinstance(event, Compacting):  # a summary request runs before the turn's next request
             if not self.quiet:
-                self.activity.start(f"compacting: ~{payload['estimate']:,} tokens > budget {payload['budget']:,}; "
+                self.activity.start(f"compacting: ~{event.estimate:,} tokens > budget {event.budget:,}; "
                                     "summarising older turns…")
             return
-        if kind == "mcp_starting":
+        if isinstance(event, McpStarting):
             if not self.quiet:
-                self.activity.start(payload)
+                self.activity.start(str(event))
             return
         self.activity.stop()
+        note = isinstance(event, Learned | Compacted | McpFailed)
         if self.quiet:
-            if kind in ("learned", "compaction", "mcp_failed"):
-                click.echo(printable(f"hermes: {payload}"), err=True)
+            if note:
+                click.echo(printable(f"hermes: {event}"), err=True)
             return
-        if kind == "delta":
-            if isinstance(payload, ReasoningDelta) and payload.text and self.show_reasoning:
+        if note:
+            click.secho(printable(f"hermes: {event}"), err=True, fg="yellow")
+        elif isinstance(event, Streamed):
+            d = event.delta
+            if isinstance(d, ReasoningDelta) and d.text and self.show_reasoning:
                 if not self.in_reasoning:
                     click.secho("thinking: ", err=True, dim=True, nl=False)
                     self.in_reasoning = True
-                click.secho(printable(payload.text), err=True, dim=True, nl=False)
-            elif isinstance(payload, TextDelta) and payload.text:
+                click.secho(printable(d.text), err=True, dim=True, nl=False)
+            elif isinstance(d, TextDelta) and d.text:
                 self._end_reasoning()
-                click.echo(printable(payload.text), nl=False)
+                click.echo(printable(d.text), nl=False)
                 self.wrote_text = True
-            elif isinstance(payload, ToolCallDelta) and payload.name:
+            elif isinstance(d, ToolCallDelta) and d.name:
                 self._end_reasoning()
-                click.secho(f"→ {printable(payload.name)}", err=True, fg="cyan")
-        elif kind == "tool_result":
-            status = "error" if payload.is_error else f"{len(payload.content)} chars"
-            click.secho(f"  ← {printable(payload.name or payload.call_id)}: {status}", err=True, fg="cyan")
-        elif kind in ("learned", "compaction", "mcp_failed"):
-            click.secho(printable(f"hermes: {payload}"), err=True, fg="yellow")
-        # other kinds ("mcp_started", "request") only end the spinners above
+                click.secho(f"→ {printable(d.name)}", err=True, fg="cyan")
+        elif isinstance(event, ToolFinished):
+            r = event.result
+            status = "error" if r.is_error else f"{len(r.content)} chars"
+            click.secho(f"  ← {printable(r.name or r.call_id)}: {status}", err=True, fg="cyan")
+        # other events (McpStarted, Requested) only end the spinners above
 
     def _end_reasoning(self) -> None:
         if self.in_reasoning:
@@ -172,16 +188,10 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     Tools: list_dir, read_file, search_files, run_command (--allow-commands), plugins, and every
     MCP server in config.toml as SERVER__tool (`hermes mcp list`).
     """
-    from ..agent import Agent
-    from ..compaction import AutoCompactor
-    from ..config import load_config
     from ..errors import HermesError
-    from ..keys import find_key
-    from ..replay import Settings
-    from ..runtime import open_session
-    from ..store import open_store
+    from ..runtime import Runtime
     from ..tools import ToolContext, load_toolbox
-    from ._common import echo_json, ignored_key_warning, leased_turn
+    from ._common import echo_json, ignored_key_warning
 
     if resume and cont:
         raise click.UsageError("use --resume ID or --continue, not both")
@@ -198,11 +208,12 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         piped.append(first)
     sid: str | None = None
     try:
-        config = load_config()
-        store = open_store(config)
-        sid, resolved = open_session(store, config, resume=resume, cont=cont, provider=provider, model=model,
-                                     base_url=base_url, title=title or (query or (piped[0] if piped else ""))[:60])
-        key = find_key(resolved.route, ignored_key_warning(resolved.route, api_key))
+        runtime = Runtime.load()
+        config = runtime.config
+        sid, resolved = runtime.open(resume=resume, cont=cont, provider=provider, model=model, base_url=base_url,
+                                     title=title or (query or (piped[0] if piped else ""))[:60])
+        api_key = ignored_key_warning(resolved.route, api_key)
+        key = runtime.key(resolved, api_key)
         ctx = ToolContext(allow_commands=allow_commands or config.allow_commands,
                           confirm=_confirm if query is None and not piped else None,
                           read_roots=tuple(Path(p) for p in (*config.allow_read, *allow_read)))
@@ -212,13 +223,10 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
             from ..mcp_tools import McpHub
 
             sources.append(McpHub(config.mcp_servers, on_event=printer))
-        agent = Agent(store, load_toolbox(ctx, sources=sources),
-                      Settings(thinking=not no_thinking and config.thinking, effort=effort or config.effort),
-                      stream=config.stream if stream is None else stream, api_key=key,
-                      max_steps=max_steps or config.max_steps, on_event=printer,
-                      compactor=AutoCompactor(budget=config.context_budget or None))
+        agent = runtime.agent(load_toolbox(ctx, sources=sources), api_key=key, on_event=printer,
+                              thinking=not no_thinking, effort=effort, stream=stream, max_steps=max_steps)
         if query is not None:
-            result = leased_turn(agent, sid, query, resolved)
+            result = runtime.turn(agent, sid, query, resolved)
             printer.end_turn(result.answer)
             if as_json:
                 echo_json({"session_id": sid, "answer": result.answer, "steps": result.steps,
@@ -235,4 +243,4 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         raise
     from .repl import run_repl
 
-    run_repl(store, agent, sid, resolved, config, printer, pending=piped)
+    run_repl(runtime, agent, sid, resolved, printer, pending=piped, api_key=api_key)

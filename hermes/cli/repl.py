@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import HermesError
-from ..lease import Fenced, session_lease
 from ..terminal import printable
-from ._common import leased_turn
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..resolve import Resolved
+    from ..runtime import Runtime
+    from .chat import _Printer
 
 __all__ = ["run_repl"]
 
@@ -52,11 +56,13 @@ def _lines() -> Iterator[str]:
             return
 
 
-def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, printer: Callable[..., Any], *,
-             pending: Sequence[str] = ()) -> None:
-    """The REPL; ``pending`` are input lines already read (the first piped line)."""
-    from ..runtime import choose_route
-
+def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, printer: _Printer, *,
+             pending: Sequence[str] = (), api_key: str | None = None) -> None:
+    """The REPL; ``pending`` are input lines already read (the first piped line). ``api_key``
+    (``--api-key``) belongs to the route the chat started on: after ``/model`` to another
+    provider the key is that provider's own, as for a gateway turn."""
+    store = runtime.store
+    key_route = resolved.route.key
     click.echo(f"session {sid} · {resolved.route.key} · {resolved.model}  (/help for commands)", err=True)
     for line in itertools.chain(pending, _lines()):
         text = line.strip()
@@ -74,12 +80,11 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                     sid = store.branch(sid, title=arg)
                     click.echo(f"on branch {sid} (reasoning and learned rejections carried over)", err=True)
                 elif cmd == "/compress":
-                    from ..compaction import compress_session
                     from .progress import working
 
-                    with session_lease(store, sid) as lease, \
-                            working(f"compressing: summarising older turns with {resolved.model}…"):
-                        line = compress_session(Fenced(store, lease), sid, resolved, api_key=agent.api_key)
+                    with working(f"compressing: summarising older turns with {resolved.model}…"):
+                        line = runtime.compress(sid, api_key=agent.api_key, toolbox=agent.toolbox,
+                                                thinking=agent.settings.thinking, effort=agent.settings.effort)
                     click.echo(line, err=True)
                 elif cmd == "/model":
                     spec, _, url = arg.partition(" ")
@@ -87,11 +92,15 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                     if not model:
                         click.echo(f"current: {resolved.route.key}:{resolved.model} at {resolved.base_url}", err=True)
                         continue
-                    same = not provider or provider == resolved.route.key
-                    resolved = choose_route(config, provider=provider or resolved.route.key, model=model,
-                                            base_url=url.strip() or (resolved.base_url if same else None))
-                    explicit = resolved.base_url if resolved.base_url != resolved.route.base_url else ""
-                    store.update_session(sid, provider=resolved.route.key, model=resolved.model, base_url=explicit)
+                    given = api_key
+
+                    def admit(new: Resolved) -> None:  # a route without a key is refused before the switch
+                        nonlocal given
+                        given = runtime.key(new, api_key if new.route.key == key_route else None)
+
+                    resolved = runtime.switch(store.get_session(sid), provider=provider or None, model=model,
+                                              base_url=url.strip() or None, check=admit)
+                    agent.api_key = given
                     click.echo(f"now {resolved.route.key} · {resolved.model}", err=True)
                 elif cmd == "/sessions":
                     for s in store.list_sessions(10):
@@ -103,13 +112,13 @@ def run_repl(store: Any, agent: Any, sid: str, resolved: Any, config: Any, print
                 click.echo(printable(f"hermes: error: {e}"), err=True)
             continue
         try:
-            result = leased_turn(agent, sid, text, resolved)
-            printer.end_turn(result.answer)  # type: ignore[attr-defined]
+            result = runtime.turn(agent, sid, text, resolved)
+            printer.end_turn(result.answer)
         except KeyboardInterrupt:
-            printer.end_turn("")  # type: ignore[attr-defined]
+            printer.end_turn("")
             click.echo("(turn cancelled; the step in flight was not stored)", err=True)
         except HermesError as e:
-            printer.end_turn("")  # type: ignore[attr-defined]
+            printer.end_turn("")
             click.echo(printable(f"hermes: error: {e}"), err=True)
             if e.hint:
                 click.echo(printable(f"hint: {e.hint}"), err=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ._common import echo_json, resolve_cli
+from ._common import echo_json, resolve_cli, route_table
 
 __all__ = ["plan_report", "replay"]
 
@@ -120,7 +120,8 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
         from ..config import load_config
         from ..runtime import choose_route
 
-        target = choose_route(load_config(), provider=provider, model=model, base_url=base_url, session=info)
+        target = choose_route(load_config(), route_table(), provider=provider, model=model, base_url=base_url,
+                              session=info)
     else:
         target = resolve_cli(provider, base_url, model or "")
     settings = Settings(thinking=not no_thinking, effort=effort)

@@ -144,18 +144,14 @@ def branch(session_id: str, upto: int | None, title: str, as_json: bool) -> None
 @click.option("--budget", type=int, help="Target context budget in tokens.")
 def compress(session_id: str, api_key: str | None, budget: int | None) -> None:
     """Summarise older turns into a checkpoint; kept turns keep every reasoning carrier."""
-    from ..compaction import compress_session
-    from ..config import load_config
-    from ..lease import Fenced, session_lease
-    from ..runtime import choose_route
+    from ..runtime import Runtime
     from .progress import working
 
-    store = _store()
-    info = store.get_session(session_id)
-    resolved = choose_route(load_config(), provider=None, model=None, base_url=None, session=info)
-    with session_lease(store, info.id) as lease, \
-            working(f"compressing {info.id}: summarising older turns with {resolved.route.key} · {resolved.model}…"):
-        line = compress_session(Fenced(store, lease), info.id, resolved, api_key=api_key, budget=budget)
+    runtime = Runtime.load()
+    info = runtime.store.get_session(session_id)
+    resolved = runtime.route(session=info)
+    with working(f"compressing {info.id}: summarising older turns with {resolved.route.key} · {resolved.model}…"):
+        line = runtime.compress(info.id, api_key=api_key, budget=budget)
     click.echo(line)
 
 

@@ -17,8 +17,11 @@ Before any endpoint runs: the ``Host`` / ``Origin`` guard (``guard``), then bear
 throttled failures; JSON bodies are bounded in size and time (``http.read_json``). A client's
 ``base_url`` must be a route default or allowlisted (``check_client_url``).
 
-Nothing here holds session state between requests: every turn reloads the history from the
-store, so any number of gateway processes can serve one ``state.db``. Provider keys come from
+Sessions are opened, switched, compressed and run through the process's one
+``hermes.runtime.Runtime`` — the same object ``hermes chat`` uses — so a gateway turn and a CLI
+turn choose routes, budgets and leases alike. Nothing here holds session state between requests
+that the store does not also hold (``hermes.hot`` only skips reloading it), so any number of
+gateway processes can serve one ``state.db``. Provider keys come from
 the server's environment (``keys.find_key``), never from a request. See docs/security.md.
 """
 
@@ -44,12 +47,14 @@ from starlette.routing import Mount, Route
 
 from ..config import Config
 from ..errors import redact
+from ..events import EventSink
 from ..hot import HotSessions
 from ..logs import log_event
-from ..replay import Settings
-from ..resolve import Resolved
-from ..runtime import choose_route
-from ..store.lease import Fenced, Lease
+from ..paths import routes_path
+from ..resolve import Resolved, load_table
+from ..runtime import Runtime, explicit_url
+from ..store import SessionInfo, SessionStore
+from ..store.lease import Lease
 from ..tools import Toolbox, ToolContext, load_toolbox
 from ..transport import Transport
 from ..views import session_view
@@ -104,7 +109,7 @@ class GatewayOptions:
 
 @dataclass
 class GatewayState:
-    store: Any
+    store: SessionStore
     config: Config
     options: GatewayOptions
     locks: SessionLocks = field(init=False)
@@ -120,9 +125,12 @@ class GatewayState:
     """Built once: scanning the ``hermes.tools`` entry points costs ~40 ms, too much per turn."""
     hot: HotSessions = field(default_factory=HotSessions)
     """Recent sessions' history and build cache: a turn loads and builds only what is new."""
+    runtime: Runtime = field(init=False)
+    """Routes, session switches, compaction and agents: built once (routes.toml read once)."""
 
     def __post_init__(self) -> None:
         self.transport = Transport()
+        self.runtime = Runtime(self.config, load_table(routes_path()), self.store, self.transport)
         roots = tuple(Path(p) for p in (*self.config.allow_read, *self.options.read_roots))
         self.toolbox = self.options.toolbox() if self.options.toolbox else load_toolbox(
             ToolContext(allow_commands=False, read_roots=roots))
@@ -132,9 +140,6 @@ class GatewayState:
         self.auth_failures = AuthThrottle()
 
     # ----------------------------------------------------------------- blocking work (threads)
-
-    def explicit_url(self, resolved: Resolved, base_url: str | None) -> str:
-        return base_url or (resolved.base_url if resolved.base_url != resolved.route.base_url else "")
 
     def check_client_url(self, resolved: Resolved, base_url: str | None) -> None:
         """A base URL named by a client must be the route's default or allowlisted: the server's
@@ -150,36 +155,30 @@ class GatewayState:
                            "default base URL or one listed in [gateway] allowed_base_urls of the server's "
                            "config.toml (or hermes gateway --allow-base-url)")
 
-    def run_turn(self, req: TurnRequest, on_event: Callable[[str, Any], None],
-                 lease: Lease | None = None) -> dict[str, Any]:
+    def admit(self, resolved: Resolved, base_url: str | None) -> None:
+        """A route this server may call for a client: an allowed base URL and a key it holds."""
+        self.check_client_url(resolved, base_url)
+        self.runtime.key(resolved)
+
+    def switch(self, info: SessionInfo, req: TurnRequest) -> Resolved:
+        """The route of ``req``'s turn (stored when the request switches it), or refused."""
+        return self.runtime.switch(info, provider=req.provider, model=req.model, base_url=req.base_url,
+                                   check=lambda r: self.admit(r, req.base_url))
+
+    def run_turn(self, req: TurnRequest, on_event: EventSink, lease: Lease) -> dict[str, Any]:
         """Under the session lease, on a worker thread: route, key, switch, then the agent loop
         (its steps commit through ``Fenced``: refused if another worker took the lease over)."""
-        from ..agent import Agent
-        from ..compaction import AutoCompactor
-        from ..keys import find_key
-
         info = self.store.get_session(req.session_id)
-        resolved = choose_route(self.config, provider=req.provider, model=req.model, base_url=req.base_url,
-                                session=info)
-        self.check_client_url(resolved, req.base_url)
-        key = find_key(resolved.route)
+        resolved = self.switch(info, req)
         history, cache = self.hot.checkout(self.store, info)
-        url = self.explicit_url(resolved, req.base_url)
-        switching = bool(req.provider or req.model or req.base_url)
-        if switching and (info.provider, info.model, info.base_url) != (resolved.route.key, resolved.model, url):
-            self.store.update_session(info.id, provider=resolved.route.key, model=resolved.model, base_url=url)
-        store = self.store if lease is None else Fenced(self.store, lease)
-        agent = Agent(store, self.toolbox, Settings(thinking=self.config.thinking, effort=self.config.effort),
-                      stream=self.config.stream if self.options.provider_stream is None else self.options.provider_stream,
-                      api_key=key, max_steps=self.options.max_steps or self.config.max_steps, on_event=on_event,
-                      transport=self.transport, compactor=AutoCompactor(budget=self.config.context_budget or None))
-        agent.cache = cache
-        result = agent.run_turn(info.id, req.content, resolved, history=history)
+        agent = self.runtime.agent(self.toolbox, api_key=self.runtime.key(resolved), on_event=on_event,
+                                   stream=self.options.provider_stream, max_steps=self.options.max_steps, cache=cache)
+        result = self.runtime.turn(agent, info.id, req.content, resolved, lease=lease, history=history)
         self.hot.checkin(info, result.history, cache)
         return {"session_id": info.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
                 "learned": result.learned, "usage": openai_usage(result.usage), **describe(resolved)}
 
-    def require_session(self, session_id: str) -> Any:
+    def require_session(self, session_id: str) -> SessionInfo:
         """The session with exactly this id (no prefix matching over HTTP), else 404."""
         from ..errors import StoreError
 
@@ -275,12 +274,13 @@ def error_payload(e: BaseException) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- endpoints
 
 
-def create_app(store: Any, config: Config, options: GatewayOptions | None = None) -> Starlette:
+def create_app(store: SessionStore, config: Config, options: GatewayOptions | None = None) -> Starlette:
     """The ASGI app over ``store`` (shared by the worker threads; one connection, locked)."""
     from .compat import chat_completions, list_models
 
     state = GatewayState(store, config, options or GatewayOptions())
     opts = state.options
+    runtime = state.runtime
 
     def endpoint(fn: Handler, *, auth: bool = True, openai: bool = False) -> Handler:
         async def wrapped(request: Request) -> Response:
@@ -310,13 +310,11 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         model = body_field(body, "model")
         base_url = body_field(body, "base_url")
         title = body_field(body, "title") or ""
-        resolved = await thread(lambda: choose_route(config, provider=provider, model=model, base_url=base_url))
+        resolved = await thread(lambda: runtime.route(provider=provider, model=model, base_url=base_url))
         state.check_client_url(resolved, base_url)
-        url = state.explicit_url(resolved, base_url)
-        sid = await thread(lambda: store.create_session(provider=resolved.route.key, model=resolved.model,
-                                                        base_url=url, title=title))
+        sid = await thread(lambda: runtime.create(resolved, base_url=base_url, title=title))
         return json_response({"id": sid, "title": title, "provider": resolved.route.key, "model": resolved.model,
-                              "base_url": url, **describe(resolved)}, 201)
+                              "base_url": explicit_url(resolved, base_url), **describe(resolved)}, 201)
 
     async def show(request: Request) -> Response:
         sid = request.path_params["sid"]
@@ -373,21 +371,12 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
         sid = request.path_params["sid"]
         body = await read_json(request, opts.max_body, optional=True, timeout_s=opts.body_timeout_s)
         await thread(state.require_session, sid)
-        from ..compaction import compress_session
-
         keep_last = body_field(body, "keep_last", kind=int)
         if keep_last is not None and keep_last < 0:
             raise ApiError(400, "invalid_request", "'keep_last' must be a number of turns >= 0")
 
-        def work(lease: Lease) -> Any:
-            from ..keys import find_key
-
-            info = store.get_session(sid)
-            resolved = choose_route(config, provider=None, model=None, base_url=None, session=info)
-            extra = {} if keep_last is None else {"keep_last": keep_last}
-            return compress_session(Fenced(store, lease), sid, resolved, api_key=find_key(resolved.route),
-                                    transport=state.transport, tools=state.toolbox.specs,
-                                    settings=Settings(thinking=config.thinking, effort=config.effort), **extra)
+        def work(lease: Lease) -> str:
+            return runtime.compress(sid, lease=lease, keep_last=keep_last, toolbox=state.toolbox)
 
         async with state.locks.hold(sid) as lease:  # a checkpoint is a turn: it must not interleave with one
             out = await anyio.to_thread.run_sync(work, lease, limiter=state.limiter)
@@ -430,7 +419,7 @@ def create_app(store: Any, config: Config, options: GatewayOptions | None = None
     return app
 
 
-def _ui(store: Any, opts: GatewayOptions, throttle: AuthThrottle) -> Any:
+def _ui(store: SessionStore, opts: GatewayOptions, throttle: AuthThrottle) -> Any:
     """The web view (docs/ui.md) under the API's token, wrong tokens slowed down alike; loopback
     only without one. The Host/Origin guard wraps it with the rest of the app."""
     from ..ui import create_ui
@@ -438,10 +427,6 @@ def _ui(store: Any, opts: GatewayOptions, throttle: AuthThrottle) -> Any:
     return create_ui(store, token=opts.token, throttle=throttle)
 
 
-def _check_route(state: GatewayState, req: TurnRequest, info: Any) -> None:
-    from ..keys import find_key
-
-    resolved = choose_route(state.config, provider=req.provider, model=req.model, base_url=req.base_url,
-                            session=info)
-    state.check_client_url(resolved, req.base_url)
-    find_key(resolved.route)
+def _check_route(state: GatewayState, req: TurnRequest, info: SessionInfo) -> None:
+    resolved = state.runtime.route(provider=req.provider, model=req.model, base_url=req.base_url, session=info)
+    state.admit(resolved, req.base_url)

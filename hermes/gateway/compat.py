@@ -119,21 +119,16 @@ async def list_models(state: Any, request: Request) -> Response:
 
 def _first_use_session(state: Any, model: str | None) -> str:
     """A new session on the server's default route (or the alias ``model`` names)."""
-    from ..keys import find_key
-    from ..runtime import choose_route
-
     name = model if model and model != "hermes" else None
     try:
-        resolved = choose_route(state.config, provider=None, model=name, base_url=None)
+        resolved = state.runtime.route(model=name)
     except Exception as e:
         err = from_exception(e)
         raise ApiError(400, "invalid_request", f"no X-Hermes-Session header and no default route to start a "
                                                f"session on: {err.message}; name a session (POST /v1/sessions) "
                                                "or set provider and model in the server's config.toml") from None
-    find_key(resolved.route)  # no session is created for a route this server cannot call
-    url = state.explicit_url(resolved, None)
-    return str(state.store.create_session(provider=resolved.route.key, model=resolved.model, base_url=url,
-                                          title="openai facade"))
+    state.runtime.key(resolved)  # no session is created for a route this server cannot call
+    return state.runtime.create(resolved, title="openai facade")
 
 
 async def chat_completions(state: Any, request: Request) -> Response:

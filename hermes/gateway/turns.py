@@ -5,7 +5,7 @@ away mid-stream, the turn still runs to its end and commits, and the lock is sti
 The agent commits each step in one transaction, and the worker thread cannot be cancelled,
 so a turn is never cut between its store writes by anything short of a killed process.
 
-Agent events (called on the worker thread) become ``(event, data)`` pairs on an asyncio
+Agent events (typed, ``hermes.events``; called on the worker thread) become ``(event, data)`` pairs on an asyncio
 queue: ``reasoning`` / ``text`` deltas, ``tool_call`` (whole, once the model's response is
 complete), ``tool_result``, ``learned``, then ``done`` with the final JSON or ``error``.
 """
@@ -20,15 +20,16 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from ..messages import ToolResult
+from ..events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
 from ..resolve import Resolved
 from ..store.lease import Lease
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 from .locks import SessionLocks
 
-__all__ = ["EventSink", "TurnJob", "TurnRequest", "describe", "event_mapper", "openai_usage"]
+__all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "openai_usage"]
 
-EventSink = Callable[[str, dict[str, Any]], None]
+GatewaySink = Callable[[str, dict[str, Any]], None]
+"""Where gateway events go: ``(SSE event name, JSON data)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,31 +43,32 @@ class TurnRequest:
     """How long to wait for a busy session before 409 (capped by the server's --lock-wait)."""
 
 
-def event_mapper(sink: EventSink) -> Callable[[str, Any], None]:
+def event_mapper(sink: GatewaySink) -> EventSink:
     """An ``Agent.on_event`` that translates agent events into gateway events for ``sink``."""
     calls: dict[str, dict[str, Any]] = {}
 
-    def on_event(kind: str, payload: Any) -> None:
-        if kind == "delta":
-            if isinstance(payload, ReasoningDelta) and payload.text:
-                sink("reasoning", {"text": payload.text})
-            elif isinstance(payload, TextDelta) and payload.text:
-                sink("text", {"text": payload.text})
-            elif isinstance(payload, ToolCallDelta):
-                c = calls.setdefault(payload.key, {"id": None, "name": None, "arguments": ""})
-                c["id"] = payload.id or c["id"]
-                c["name"] = payload.name or c["name"]
-                c["arguments"] += payload.arguments
-        elif kind == "request":  # the model's response is complete: its tool calls are whole
+    def on_event(event: AgentEvent) -> None:
+        if isinstance(event, Streamed):
+            d = event.delta
+            if isinstance(d, ReasoningDelta) and d.text:
+                sink("reasoning", {"text": d.text})
+            elif isinstance(d, TextDelta) and d.text:
+                sink("text", {"text": d.text})
+            elif isinstance(d, ToolCallDelta):
+                c = calls.setdefault(d.key, {"id": None, "name": None, "arguments": ""})
+                c["id"] = d.id or c["id"]
+                c["name"] = d.name or c["name"]
+                c["arguments"] += d.arguments
+        elif isinstance(event, Requested):  # the model's response is complete: its tool calls are whole
             for c in calls.values():
                 sink("tool_call", dict(c))
             calls.clear()
-        elif kind == "tool_result" and isinstance(payload, ToolResult):
-            sink("tool_result", {"call_id": payload.call_id, "name": payload.name,
-                                 "is_error": payload.is_error, "chars": len(payload.content),
-                                 "content": payload.content[:2000]})
-        elif kind == "learned":
-            sink("learned", {"note": str(payload)})
+        elif isinstance(event, ToolFinished):
+            r = event.result
+            sink("tool_result", {"call_id": r.call_id, "name": r.name, "is_error": r.is_error,
+                                 "chars": len(r.content), "content": r.content[:2000]})
+        elif isinstance(event, Learned):
+            sink("learned", {"note": event.note})
 
     return on_event
 
@@ -77,7 +79,7 @@ class TurnJob:
 
     locks: SessionLocks
     request: TurnRequest
-    work: Callable[[Callable[[str, Any], None], Lease], dict[str, Any]]
+    work: Callable[[EventSink, Lease], dict[str, Any]]
     limiter: anyio.CapacityLimiter
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
