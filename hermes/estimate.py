@@ -32,12 +32,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from .replay import BuildCache, Learned, PlannedMessage, ReplayPlan, Settings, plan_replay
 from .resolve import Resolved
 from .wire import ToolSpec
+
+if TYPE_CHECKING:
+    from .store import SessionStore
 
 __all__ = [
     "BLOB_CHARS_PER_TOKEN",
@@ -387,7 +390,7 @@ def prompt_tokens(usage: Mapping[str, Any]) -> int | None:
     return None
 
 
-def token_factor(store: Any, resolved: Resolved) -> float:
+def token_factor(store: SessionStore, resolved: Resolved) -> float:
     """The learned factor for this (provider, host, model), 1.0 if none or of another basis."""
     if store is None:
         return 1.0
@@ -400,7 +403,7 @@ def token_factor(store: Any, resolved: Resolved) -> float:
     return 1.0
 
 
-def observe_usage(store: Any, resolved: Resolved, raw: int, usage: Mapping[str, Any]) -> float | None:
+def observe_usage(store: SessionStore, resolved: Resolved, raw: int, usage: Mapping[str, Any]) -> float | None:
     """Correct the factor with one request's reported prompt tokens; returns the new factor.
 
     The first observation (or the first under a new basis) is taken whole; later ones move

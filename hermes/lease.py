@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .store.lease import Fenced, Lease, hold_lease
+
+if TYPE_CHECKING:
+    from .store import SessionStore
 
 __all__ = ["LEASE_TTL_S", "LEASE_WAIT_S", "Fenced", "Lease", "session_lease"]
 
@@ -25,7 +28,7 @@ LEASE_WAIT_S = 10.0
 
 
 @contextmanager
-def session_lease(store: Any, session_id: str, *, ttl_s: float = LEASE_TTL_S,
+def session_lease(store: SessionStore, session_id: str, *, ttl_s: float = LEASE_TTL_S,
                   wait_s: float = LEASE_WAIT_S) -> Iterator[Lease]:
     """Hold ``session_id``'s fenced lease for the ``with`` block; ``LeaseBusy`` if it stays busy."""
     with hold_lease(store, session_id, ttl_s=ttl_s, wait_s=wait_s, kind="cli") as lease:

@@ -10,10 +10,13 @@ seeing *which* carrier a turn holds and whether two sessions share it, not for r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .messages import Compaction, Reasoning, Text, ToolCall, ToolResult, part_to_dict
 from .replay import blob_hash
+
+if TYPE_CHECKING:
+    from .store import SessionStore
 
 __all__ = ["blob_summary", "describe_part", "session_view"]
 
@@ -48,7 +51,7 @@ def _part_view(part: Any, full: bool) -> dict[str, Any]:
     return d
 
 
-def session_view(store: Any, session_id: str, *, full: bool = True) -> dict[str, Any]:
+def session_view(store: SessionStore, session_id: str, *, full: bool = True) -> dict[str, Any]:
     """``{session: {...}, messages: [{seq, role, parts}]}`` for one session (exact id or prefix).
     ``full=False`` shows reasoning text as its length only.
 

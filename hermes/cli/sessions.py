@@ -6,16 +6,19 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._common import echo_json
 
+if TYPE_CHECKING:
+    from ..store import SessionStore
+
 __all__ = ["sessions"]
 
 
-def _store():  # type: ignore[no-untyped-def]
+def _store() -> SessionStore:
     from ..store import open_store
 
     return open_store()

@@ -28,13 +28,16 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
 from ..logs import log_event
 from ..store.lease import Lease
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = ["Busy", "SessionLocks"]
 
@@ -52,7 +55,7 @@ class _Local:
 class SessionLocks:
     """``async with locks.hold(session_id):`` — exclusive right to run a turn on a session."""
 
-    def __init__(self, store: Any, *, ttl_s: float = 30.0, wait_s: float = 30.0,
+    def __init__(self, store: SessionStore, *, ttl_s: float = 30.0, wait_s: float = 30.0,
                  poll_min_s: float = 0.002, poll_max_s: float = 0.02) -> None:
         self.store = store
         self.ttl_s = ttl_s

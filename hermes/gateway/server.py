@@ -15,11 +15,14 @@ import os
 import signal
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..errors import ConfigError
 from .app import GatewayOptions, create_app
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = ["bind", "check_bind", "gateway_token", "guarded_protocol", "is_loopback", "run_announced", "serve",
            "uvicorn_config"]
@@ -172,7 +175,7 @@ def run_announced(server: Any, sock: socket.socket, line: str) -> None:
             signal.signal(sig, handler)
 
 
-def serve(store: Any, config: Config, *, host: str, port: int, options: GatewayOptions,
+def serve(store: SessionStore, config: Config, *, host: str, port: int, options: GatewayOptions,
           log_level: str = "warning", graceful_s: int | None = None, sock: socket.socket | None = None) -> None:
     """Serve until interrupted. Prints ``hermes gateway listening on URL`` once ready.
     ``sock``: an already listening socket (a ``--workers`` child inherits its parent's)."""

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 from ..errors import StoreError
 from ..messages import Message, RouteKey
@@ -38,6 +39,9 @@ class SessionStore(Protocol):
     """What the rest of Hermes may ask of a store. Every method is one unit of work."""
 
     def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None, /) -> None: ...
 
     # sessions
     def create_session(
@@ -115,7 +119,7 @@ def store_url(config: Config | None = None) -> str:
     return config.store_url or ""
 
 
-def open_store(config: Config | None = None) -> Any:
+def open_store(config: Config | None = None) -> SessionStore:
     """The configured store: ``PgStore`` for a ``postgresql://`` URL, else ``Store()``."""
     url = store_url(config)
     if not url:

@@ -25,9 +25,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
+
+if TYPE_CHECKING:
+    from . import SessionStore
 
 __all__ = ["Fenced", "Lease", "LeaseBusy", "LeaseLost", "check_fence", "dead_local_owner", "hold_lease",
            "owner_prefix"]
@@ -74,7 +77,7 @@ class Fenced:
     agent, compaction, rejection memory) runs fenced without knowing about leases.
     """
 
-    def __init__(self, store: Any, lease: Lease) -> None:
+    def __init__(self, store: SessionStore, lease: Lease) -> None:
         self.inner = store
         self.lease = lease
 
@@ -106,7 +109,7 @@ def dead_local_owner(owner: str) -> bool:
 
 
 @contextmanager
-def hold_lease(store: Any, session_id: str, *, ttl_s: float = 30.0, wait_s: float = 10.0,
+def hold_lease(store: SessionStore, session_id: str, *, ttl_s: float = 30.0, wait_s: float = 10.0,
                kind: str = "cli") -> Iterator[Lease]:
     """Take ``session_id``'s lease (waiting up to ``wait_s``), renew it every ``ttl_s / 3`` on a
     daemon thread while the body runs, release it at the end. Raises :class:`LeaseBusy`.

@@ -14,7 +14,7 @@ import re
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
 import anyio.to_thread
@@ -32,6 +32,9 @@ from .auth import COOKIE, Guard, safe_next
 from .cells import row_cells
 from .data import live_record, request_matrix, session_records, session_rows, timeline
 from .live import tail_events
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = ["create_ui"]
 
@@ -92,7 +95,7 @@ def _log_files(log: Path) -> list[Path]:
     return [p for p in rotated if p.exists()] + [log]
 
 
-def create_ui(store: Any, *, token: str | None = None, log_path: Path | None = None,
+def create_ui(store: SessionStore, *, token: str | None = None, log_path: Path | None = None,
               throttle: AuthThrottle | None = None) -> Starlette:
     """The UI app over ``store``. ``token``: the API token (login form + cookie), or None for
     loopback only. ``throttle``: the gateway's back-off for wrong tokens, applied to a wrong

@@ -17,11 +17,14 @@ import bisect
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from ..logs import carried_summary
 from ..views import session_view
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = ["Cell", "Column", "Matrix", "live_record", "request_matrix", "session_records", "session_rows", "timeline",
            "when"]
@@ -38,7 +41,7 @@ def when(ts: float | None) -> str:
 # ----------------------------------------------------------------------------- sessions
 
 
-def session_rows(store: Any, query: str = "", limit: int = 500) -> list[dict[str, Any]]:
+def session_rows(store: SessionStore, query: str = "", limit: int = 500) -> list[dict[str, Any]]:
     """Newest first; ``query`` matches (case-insensitively) id, title, route, model or parent."""
     q = query.strip().lower()
     rows = []
@@ -74,7 +77,7 @@ def _reasoning_item(part: Mapping[str, Any]) -> dict[str, Any]:
             "blob": blob, "natives": natives, "item_id": part.get("item_id")}
 
 
-def timeline(store: Any, session_id: str, *, children_limit: int = 1000) -> dict[str, Any]:
+def timeline(store: SessionStore, session_id: str, *, children_limit: int = 1000) -> dict[str, Any]:
     """The session view plus, after each message, the branches taken from it (and, for a
     branch, the point it left its parent)."""
     view = session_view(store, session_id, full=True)
@@ -103,7 +106,7 @@ def timeline(store: Any, session_id: str, *, children_limit: int = 1000) -> dict
 # ----------------------------------------------------------------------------- request matrix
 
 
-def session_records(store: Any, info: Any, read: Callable[[str], Iterable[Mapping[str, Any]]],
+def session_records(store: SessionStore, info: Any, read: Callable[[str], Iterable[Mapping[str, Any]]],
                     max_depth: int = 16) -> list[Mapping[str, Any]]:
     """The log records of a session, preceded — for a branch — by its ancestors' records made
     before the branch was taken, cut to the turns the branch inherited: those requests are
