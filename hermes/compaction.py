@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from .errors import HermesError
 from .estimate import REQUEST_BASE, basis_for, message_cost, plan_costs, tools_cost
-from .history import window
+from .history import closes_loop, window
 from .messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from .replay import Learned, PlannedMessage, Settings, plan_replay
 from .resolve import Resolved
@@ -141,7 +141,10 @@ def _is_checkpoint(m: Message) -> bool:
 
 
 def _turn_starts(msgs: Sequence[Message]) -> list[int]:
-    return [i for i, m in enumerate(msgs) if m.role == "user" and not _is_checkpoint(m)]
+    """Where a cut may go: user messages that start an API turn. A user message after an
+    interrupted loop's tool result shares that turn; cutting there would move the open loop's
+    start, and with it which thinking the request must carry (and what it costs)."""
+    return [i for i, m in enumerate(msgs) if closes_loop(msgs, i) and not _is_checkpoint(m)]
 
 
 def _own_cost(m: Message, resolved: Resolved) -> int:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from .messages import Compaction, Message
 
-__all__ = ["latest_checkpoint", "open_loop_start", "window"]
+__all__ = ["closes_loop", "latest_checkpoint", "open_loop_start", "window"]
 
 
 def latest_checkpoint(history: Sequence[Message], lo: int = 0) -> int | None:
@@ -28,16 +28,21 @@ def window(history: Sequence[Message], *, known: int = 0, known_start: int = 0) 
     return start, history[start:] if start else history
 
 
-def open_loop_start(messages: Sequence[Message]) -> int:
-    """Index of the first message after the last user message that closed a loop: the in-flight
-    tool loop.
+def closes_loop(messages: Sequence[Message], i: int) -> bool:
+    """Whether user message ``i`` starts a new API turn, closing the tool loop before it.
 
     Tool results live in ``tool`` messages, so a ``user`` message normally ends a loop. But a
     loop cut before its answer (a killed or interrupted turn) ends in a tool result; the next
     user message then lands in the same API user turn as that result (Anthropic merges them),
     so the provider still sees the unanswered loop as the latest one and wants its thinking.
-    """
+    Compaction cuts only where this holds, so a cut never moves the loop's start."""
+    return messages[i].role == "user" and not (i > 0 and messages[i - 1].role == "tool")
+
+
+def open_loop_start(messages: Sequence[Message]) -> int:
+    """Index of the first message after the last user message that closed a loop: the in-flight
+    tool loop (see :func:`closes_loop`)."""
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "user" and not (i > 0 and messages[i - 1].role == "tool"):
+        if closes_loop(messages, i):
             return i + 1
     return 0

@@ -352,3 +352,30 @@ def test_checkpoint_cost_is_the_planned_cost(history: list[Message], target: Any
     for pm, m in zip(plan.messages, window(history)[1], strict=True):
         if m.role in ("user", "tool"):
             assert est.message_cost(pm, basis) == est.message_cost(PlannedMessage(0, m.role, m.parts), basis)
+
+
+def test_cut_never_splits_an_interrupted_loop_from_the_next_question() -> None:
+    """A loop killed before its answer ends in a tool result; the next question shares that API
+    turn, so the loop stays open. Cutting at that question would start a new loop whose thinking
+    the request suddenly may carry (thinking back on), and the estimate the cut was chosen by
+    would be wrong. Found by the property test above."""
+    bedrock, anthropic = ROUTES[2], ROUTES[0]
+
+    def turn(tag: str, origin: Any, calls: int) -> Message:
+        return Message("assistant", (Reasoning("", origin.key, f"B{tag}" * 30, "anthropic.signature", f"rs_{tag}"),
+                                     Text(""), *(ToolCall(f"c{tag}{i}", "read_file", '{"path": "x"}')
+                                                 for i in range(calls))))
+
+    def results(tag: str, calls: int) -> Message:
+        return Message("tool", tuple(ToolResult(f"c{tag}{i}", "z" * 10, "read_file") for i in range(calls)))
+
+    history = [Message("user", (Text("question 0 " * 40),)), turn("0", anthropic, 0),
+               Message("user", (Text("question 1"),)), turn("1", anthropic, 1), results("1", 1),  # killed here
+               Message("user", (Text("question 2"),)), turn("2", bedrock, 2), results("2", 2), turn("3", bedrock, 0)]
+    whole = est.estimate_history(history, bedrock)
+    out = compact(history, bedrock, summarize=_summary, budget=whole, keep_last=1)
+    assert out is not None
+    new = [*history, *out.messages]
+    assert out.after == est.estimate_history(new, bedrock)
+    assert out.messages[1] is history[2]  # the cut keeps the interrupted loop whole
+    assert plan_replay(new, bedrock).thinking is False  # its foreign turn still turns thinking off
