@@ -40,11 +40,14 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--route", help="With --dry-run: the route the request is for (the /<route> of its URL).")
 @click.option("--api-key-env", metavar="VAR",
               help="With --dry-run: environment variable holding the client's key (picks the tenant).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256),
+              help="Processes serving this port (they share the memory in the store; see docs/scale.md).")
+@click.option("--listen-fd", type=int, hidden=True)
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_mb: float | None,
           memory_days: float | None, max_body: int, env_keys: bool, dry_run: Path | None, route: str | None,
-          api_key_env: str | None, log_level: str) -> None:
+          api_key_env: str | None, workers: int, listen_fd: int | None, log_level: str) -> None:
     """An OpenAI Chat Completions proxy that gives every assistant message back its reasoning.
 
     Point a client's base URL at http://127.0.0.1:8787/<route> (any row of `hermes routes`,
@@ -56,12 +59,16 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     hermes proxy --upstream deepseek=https://api.deepseek.com
     OPENAI_BASE_URL=http://127.0.0.1:8787/deepseek OPENAI_API_KEY=$DEEPSEEK_API_KEY my-client
     hermes proxy --dry-run body.json --route deepseek --api-key-env DEEPSEEK_API_KEY
+
+    \b
+    Many workers, many hosts: the memory lives in the session store (docs/scale.md).
+    HERMES_DATABASE_URL=postgresql://hermes@db/hermes hermes proxy --workers 4
     """
     from ..config import load_config
     from ..paths import routes_path
-    from ..proxy import Bounds, ProxyOptions, SqliteMemory
+    from ..proxy import Bounds, ProxyOptions, open_memory
     from ..resolve import load_table
-    from ..store import open_store
+    from ..store import Store, open_store
     from ..urlpolicy import check_base_url
 
     config = load_config()
@@ -80,13 +87,30 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
             raise click.UsageError("--dry-run needs --route (the /<route> the client's base URL names)")
         _dry_run(dry_run, route, api_key_env, options, bounds)
         return
-    from ..proxy.server import serve
+    from ..proxy.server import check_env_keys, serve
 
-    memory = SqliteMemory(bounds=bounds)
-    store = open_store(config)  # learned capabilities: the configured store (memory stays in state.db)
+    check_env_keys(bound, env_keys)
+    port = cfg.port if port is None else port
+    if workers > 1 and listen_fd is None:
+        from ..gateway.workers import run_workers
+
+        open_store(config).close()  # a bad store URL or schema fails once, here, not in N workers
+        run_workers(workers, bound, port, [
+            *(a for u in upstream for a in ("--upstream", u)), "--max-body", str(max_body),
+            *(["--memory-mb", str(memory_mb)] if memory_mb else []),
+            *(["--memory-days", str(memory_days)] if memory_days else []),
+            *(["--env-keys"] if env_keys else []), "--log-level", log_level], command="proxy", suffix="/<route>")
+        return
+    import socket
+
+    store = open_store(config)  # learned capabilities, and the memory next to the sessions
+    memory = open_memory(store, bounds)
+    # several processes share the memory (--workers, or several hosts on PostgreSQL): a turn must
+    # be in the store before its client can send the next request, to whichever worker
+    options.durable_first = listen_fd is not None or not isinstance(store, Store)
     try:
-        serve(memory, store, host=bound, port=cfg.port if port is None else port, options=options,
-              log_level=log_level)
+        serve(memory, store, host=bound, port=port, options=options, log_level=log_level,
+              sock=None if listen_fd is None else socket.socket(fileno=listen_fd))
     finally:
         memory.close()
         store.close()
@@ -99,7 +123,7 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
 
     from ..errors import HistoryError
     from ..gateway.http import ApiError
-    from ..proxy import SqliteMemory
+    from ..proxy import open_memory
     from ..proxy.app import prepare, route_row
     from ..store import open_store
 
@@ -123,7 +147,8 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
         row, upstream = route_row(route, options)
     except ApiError as e:
         raise click.UsageError(e.message) from None
-    memory, store = SqliteMemory(bounds=bounds), open_store()
+    store = open_store()
+    memory = open_memory(store, bounds)
     try:
         target, tenant, rw = prepare(body, row, upstream, headers, memory, store, options)
     finally:

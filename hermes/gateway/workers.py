@@ -1,6 +1,7 @@
-"""``hermes gateway --workers N``: N processes serving one listening socket, supervised.
+"""``hermes gateway --workers N`` (and ``hermes proxy --workers N``): N processes serving one
+listening socket, supervised.
 
-The parent binds the port once and starts N ``python -m hermes gateway --listen-fd FD``
+The parent binds the port once and starts N ``python -m hermes <command> --listen-fd FD``
 children that inherit the socket; the kernel hands each new connection to one of them. No
 session state lives in a worker (every turn reloads its history from the store and holds the
 session's lease while it runs), so which worker gets a request does not matter — that is what
@@ -50,12 +51,15 @@ class _Worker:
         threading.Thread(target=_forward, args=(self.proc.stderr, self.ready), daemon=True).start()
 
 
-def run_workers(n: int, host: str, port: int, child_args: list[str], *, start_timeout_s: float = 60.0) -> None:
-    """Bind ``host:port``, run ``n`` gateway workers on it until interrupted, restart the dead."""
+def run_workers(n: int, host: str, port: int, child_args: list[str], *, start_timeout_s: float = 60.0,
+                command: str = "gateway", suffix: str = "") -> None:
+    """Bind ``host:port``, run ``n`` ``hermes <command>`` workers on it until interrupted, restart
+    the dead. ``suffix`` follows the URL in the ``listening on`` line (the proxy's ``/<route>``)."""
     sock = bind(host, port)
     fd = sock.fileno()
     os.set_inheritable(fd, True)
-    argv = [sys.executable, "-m", "hermes", "gateway", "--listen-fd", str(fd), "--host", host, *child_args]
+    argv = [sys.executable, "-m", "hermes", command, "--listen-fd", str(fd), "--host", host, *child_args]
+    name = f"hermes {command}"
     stopping = threading.Event()
 
     def stop(*_: object) -> None:
@@ -68,16 +72,16 @@ def run_workers(n: int, host: str, port: int, child_args: list[str], *, start_ti
         for w in workers:
             w.ready.wait(max(0.0, deadline - time.monotonic()))
             if w.proc.poll() is not None or not w.ready.is_set():
-                raise ConfigError(f"a gateway worker did not start (exit {w.proc.poll()})",
+                raise ConfigError(f"a {command} worker did not start (exit {w.proc.poll()})",
                                   hint="its error is printed above")
         shown = f"[{host}]" if ":" in host else host
-        print(f"hermes gateway listening on http://{shown}:{sock.getsockname()[1]} ({n} workers)",
+        print(f"{name} listening on http://{shown}:{sock.getsockname()[1]}{suffix} ({n} workers)",
               file=sys.stderr, flush=True)
         while not stopping.wait(0.2):
             for i, w in enumerate(workers):
                 code = w.proc.poll()
                 if code is not None and not stopping.is_set():
-                    print(f"hermes gateway: worker {w.proc.pid} exited ({code}); starting another",
+                    print(f"{name}: worker {w.proc.pid} exited ({code}); starting another",
                           file=sys.stderr, flush=True)
                     workers[i] = _Worker(argv, fd)
     finally:
@@ -89,4 +93,4 @@ def run_workers(n: int, host: str, port: int, child_args: list[str], *, start_ti
         sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    print("hermes gateway stopped: every worker finished its turns", file=sys.stderr, flush=True)
+    print(f"{name} stopped: every worker finished its turns", file=sys.stderr, flush=True)

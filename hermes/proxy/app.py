@@ -77,6 +77,11 @@ class ProxyOptions:
     """``Host`` names accepted besides loopback names and the bound address ([gateway] allowed_hosts)."""
     allowed_origins: tuple[str, ...] = ()
     """Browser origins allowed ([gateway] allowed_origins)."""
+    durable_first: bool = False
+    """Write a recorded turn to the memory *before* the client receives the end of its
+    response. Needed when several processes share the memory (``--workers``, PostgreSQL): the
+    client's next request may reach another worker, which knows only what is in the store.
+    Off, the write follows the reply and only this process sees the turn meanwhile."""
 
 
 class Proxy:
@@ -154,7 +159,7 @@ class Proxy:
             await resp.aclose()
             if resp.status_code == 200:
                 rec.whole(content)
-                self.stage(tenant, rec)
+                await self.stage(tenant, rec)
             return Response(content, resp.status_code, headers=_back(resp.headers, decoded=True), background=done)
         ok = resp.status_code == 200 and resp.headers.get("content-encoding", "identity") == "identity"
 
@@ -166,7 +171,7 @@ class Proxy:
                         rec.feed(chunk)  # microseconds; remembered before the client can ask again
                         if rec.finished:
                             staged = True
-                            self.stage(tenant, rec)
+                            await self.stage(tenant, rec)
                     yield chunk
             finally:
                 await resp.aclose()
@@ -182,9 +187,10 @@ class Proxy:
         except httpx.HTTPError as e:
             raise ApiError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
 
-    def stage(self, tenant: str, rec: Recorder) -> None:
-        """Remember the turn ``rec`` folded: visible to the next request at once (``pending``),
-        durable in the memory store a moment later (a worker thread writes it)."""
+    async def stage(self, tenant: str, rec: Recorder) -> None:
+        """Remember the turn ``rec`` folded: visible to this process's next request at once
+        (``pending``), durable in the memory store a moment later (a worker thread writes it) —
+        or, with ``durable_first``, durable before this returns (the client is still waiting)."""
         msg = rec.message()
         key = message_key(msg) if msg is not None else None
         if msg is None or key is None:
@@ -195,12 +201,16 @@ class Proxy:
         async def write() -> None:
             try:
                 await anyio.to_thread.run_sync(self.memory.remember, tenant, key, msg)
-            except Exception as e:  # the client already has its answer; say why nothing was kept
+            except Exception as e:  # the client gets its answer anyway; say why nothing was kept
+                rec.recorded = False
                 log_event("proxy_error", route=rec.route, error=redact(f"cannot record: {type(e).__name__}: {e}"))
             finally:
                 if self.pending.get((tenant, key)) is msg:
                     del self.pending[(tenant, key)]
 
+        if self.options.durable_first:
+            await write()
+            return
         task = asyncio.get_running_loop().create_task(write())
         self.writes.add(task)
         task.add_done_callback(self.writes.discard)

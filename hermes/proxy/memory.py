@@ -15,8 +15,10 @@ receives another's reasoning. It is bounded per tenant by size (oldest recording
 and by age (an expired recording is never restored, and is deleted by the next prune).
 
 ``ReasoningMemory`` is the narrow interface the proxy uses; ``SqliteMemory`` keeps it in
-``state.db`` (table ``proxy_memory``, migration ``m002_proxy_memory``). A PostgreSQL store
-implements the same four methods.
+``state.db`` (table ``proxy_memory``, migration ``m002_proxy_memory``), ``PgMemory``
+(``hermes.proxy.pgmemory``) in the same table of a PostgreSQL store, on that store's
+connection pool. :func:`open_memory` picks the one that matches the session store, so the
+proxy's memory lives wherever ``HERMES_DATABASE_URL`` / ``[store] url`` put the sessions.
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ from ..wire.openai_chat import split_think
 
 __all__ = [
     "Bounds",
+    "Decoded",
     "ReasoningMemory",
     "SqliteMemory",
     "client_key",
     "message_key",
+    "open_memory",
     "tenant_of",
 ]
 
@@ -143,6 +147,50 @@ class ReasoningMemory(Protocol):
     def close(self) -> None: ...
 
 
+class Decoded:
+    """Recently read rows, decoded: a lookup that finds a row it has decoded before skips the
+    JSON work. Keyed by the stored text itself, so a replaced row is a different entry — the
+    table stays the authority on what is kept, and every lookup still asks it."""
+
+    def __init__(self, size: int = _DECODED) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._rows: OrderedDict[str, Message] = OrderedDict()
+
+    def rows(self, found: Sequence[tuple[str, str]]) -> dict[str, Message]:
+        """``(key, stored text)`` rows as key → message; a row that does not decode (written by
+        something else) counts as not recorded."""
+        out: dict[str, Message] = {}
+        for key, data in found:
+            with self._lock:
+                m = self._rows.get(data)
+                if m is not None:
+                    self._rows.move_to_end(data)
+            if m is None:
+                try:
+                    m = loads(data)
+                except HistoryError:
+                    continue
+                with self._lock:
+                    self._rows[data] = m
+                    if len(self._rows) > self._size:
+                        self._rows.popitem(last=False)
+            out[key] = m
+        return out
+
+
+def open_memory(store: Any, bounds: Bounds = Bounds()) -> ReasoningMemory:
+    """The memory that lives where ``store`` keeps sessions: ``PgMemory`` on a PostgreSQL
+    store's pool, else ``SqliteMemory`` on ``state.db``."""
+    from ..store.pg import PgStore
+
+    if isinstance(store, PgStore):
+        from .pgmemory import PgMemory
+
+        return PgMemory(store, bounds)
+    return SqliteMemory(getattr(store, "path", None), bounds)
+
+
 class SqliteMemory:
     """``ReasoningMemory`` in ``state.db``: a read connection for the request path and a write
     connection for the recorder's worker thread, so a commit never stalls a lookup (WAL)."""
@@ -158,8 +206,7 @@ class SqliteMemory:
         self._wlock = threading.Lock()
         self._rlock = threading.Lock()
         self._writes = 0
-        self._decoded: OrderedDict[str, Message] = OrderedDict()
-        """Recently read rows, decoded (the table stays the authority on what is kept)."""
+        self._decoded = Decoded()
 
     def recall(self, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
         if not keys:
@@ -173,21 +220,7 @@ class SqliteMemory:
                     (tenant, *keys, since)).fetchall()
         except Exception as e:
             raise StoreError(f"cannot read the proxy memory in {self.path}: {e}") from None
-        out: dict[str, Message] = {}
-        for key, data in rows:
-            m = self._decoded.get(data)
-            if m is None:
-                try:
-                    m = loads(data)
-                except HistoryError:
-                    continue  # written by something else: treat as not recorded
-                self._decoded[data] = m
-                if len(self._decoded) > _DECODED:
-                    self._decoded.popitem(last=False)
-            else:
-                self._decoded.move_to_end(data)
-            out[key] = m
-        return out
+        return self._decoded.rows(rows)
 
     def remember(self, tenant: str, key: str, message: Message) -> None:
         data = dumps(message).decode()

@@ -6,6 +6,7 @@ it refuses to listen beyond loopback (anyone who could reach it would spend thos
 
 from __future__ import annotations
 
+import socket
 import sys
 from typing import Any
 
@@ -13,7 +14,7 @@ from ..errors import ConfigError
 from ..gateway.server import bind, guarded_protocol, is_loopback, run_announced
 from .app import ProxyOptions, create_app
 
-__all__ = ["Background", "serve"]
+__all__ = ["Background", "check_env_keys", "serve"]
 
 _HEADER_TIMEOUT_S = 10.0
 _MAX_CONNECTIONS = 1024
@@ -28,15 +29,20 @@ def _config(app: Any, log_level: str) -> Any:
                           timeout_keep_alive=int(_HEADER_TIMEOUT_S))
 
 
-def serve(memory: Any, ledger: Any, *, host: str, port: int, options: ProxyOptions,
-          log_level: str = "warning") -> None:
-    """Serve until interrupted. Prints ``hermes proxy listening on URL`` once ready."""
-    import uvicorn
-
-    if options.env_keys and not is_loopback(host):
+def check_env_keys(host: str, env_keys: bool) -> None:
+    if env_keys and not is_loopback(host):
         raise ConfigError(f"refusing to listen on {host} with --env-keys: anyone who can reach it could "
                           "spend this machine's provider keys", hint="bind 127.0.0.1, or let clients send their keys")
-    sock = bind(host, port)
+
+
+def serve(memory: Any, ledger: Any, *, host: str, port: int, options: ProxyOptions,
+          log_level: str = "warning", sock: socket.socket | None = None) -> None:
+    """Serve until interrupted. Prints ``hermes proxy listening on URL`` once ready.
+    ``sock``: an already listening socket (a ``--workers`` child inherits its parent's)."""
+    import uvicorn
+
+    check_env_keys(host, options.env_keys)
+    sock = sock or bind(host, port)
     actual = sock.getsockname()[1]
     server = uvicorn.Server(_config(create_app(memory, ledger, options), log_level))
     shown = f"[{host}]" if ":" in host else host
