@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hermes.proxy import Bounds, ProxyOptions, SqliteMemory
+from hermes.proxy import Bounds, ProxyOptions, open_memory
 from hermes.proxy.server import Background
 from hermes.store import Store
 
@@ -21,9 +21,12 @@ ASK = {"reasoning": {"enabled": True}}
 
 
 @contextmanager
-def running_proxy(emu: Any, bounds: Bounds = Bounds(), **upstreams: str) -> Iterator[Background]:
-    """A proxy on 127.0.0.1 whose routes forward to the emulator's personalities."""
-    memory, store = SqliteMemory(bounds=bounds), Store()
+def running_proxy(emu: Any, bounds: Bounds = Bounds(), store: Any = None, **upstreams: str) -> Iterator[Background]:
+    """A proxy on 127.0.0.1 whose routes forward to the emulator's personalities; its memory
+    is kept where ``store`` keeps sessions (default: a fresh ``state.db``)."""
+    own = store is None
+    store = Store() if own else store
+    memory = open_memory(store, bounds)
     ups = {r: emu.url(r) for r in ROUTES}
     ups.update(upstreams)
     try:
@@ -33,7 +36,8 @@ def running_proxy(emu: Any, bounds: Bounds = Bounds(), **upstreams: str) -> Iter
             yield px
     finally:
         memory.close()
-        store.close()
+        if own:
+            store.close()
 
 
 def openai_step(client: Any, model: str, messages: list[dict[str, Any]], stream: bool,

@@ -83,24 +83,6 @@ def test_memory_keeps_only_the_newest_turns_within_its_size(emulator: Any) -> No
     assert "bounded conversation 7" in _tool_turns(newest)[0]["reasoning_content"]
 
 
-def test_memory_forgets_after_its_age(tmp_path: Path) -> None:
-    key = RouteKey("deepseek", "api.deepseek.com", DS, "openai_chat")
-    turn = Message("assistant", (Reasoning("thought", key), ToolCall("call_1", "f", "{}")))
-    k = message_key(turn)
-    assert k is not None
-    mem = SqliteMemory(tmp_path / "state.db", Bounds(max_age_s=0.3))
-    try:
-        mem.remember("t", k, turn)
-        assert mem.recall("t", [k]) == {k: turn}
-        assert mem.recall("other-tenant", [k]) == {}
-        time.sleep(0.4)
-        assert mem.recall("t", [k]) == {}, "expired recordings are never restored"
-        assert mem.prune() == 1
-        assert mem.stats("t") == (0, 0)
-    finally:
-        mem.close()
-
-
 def test_recognition_survives_reserialised_arguments_and_whitespace() -> None:
     key = RouteKey("kimi", "h", "m", "openai_chat")
     from hermes.proxy import client_key
