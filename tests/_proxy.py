@@ -41,12 +41,16 @@ def running_proxy(emu: Any, bounds: Bounds = Bounds(), store: Any = None, **upst
 
 
 def openai_step(client: Any, model: str, messages: list[dict[str, Any]], stream: bool,
-                extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One model call; the assistant message appended the way most client code does it."""
+                extra: dict[str, Any] | None = None, seen: list[str] | None = None) -> dict[str, Any]:
+    """One model call; the assistant message appended the way most client code does it.
+    ``seen``: where the test keeps the ``reasoning_content`` the response carried (the
+    message returned never has it)."""
     if not stream:
         resp = client.chat.completions.create(model=model, messages=messages, tools=TOOLS, extra_body=extra)
+        if seen is not None:
+            seen.append((resp.choices[0].message.model_extra or {}).get("reasoning_content") or "")
         return dict(resp.choices[0].message.model_dump(include={"role", "content", "tool_calls"}))
-    content = ""
+    content = thought = ""
     calls: dict[int, dict[str, Any]] = {}
     for chunk in client.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True,
                                                 extra_body=extra):
@@ -54,12 +58,15 @@ def openai_step(client: Any, model: str, messages: list[dict[str, Any]], stream:
             continue
         delta = chunk.choices[0].delta
         content += delta.content or ""
+        thought += (delta.model_extra or {}).get("reasoning_content") or ""
         for tc in delta.tool_calls or []:
             c = calls.setdefault(tc.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
             c["id"] = tc.id or c["id"]
             if tc.function:
                 c["function"]["name"] += tc.function.name or ""
                 c["function"]["arguments"] += tc.function.arguments or ""
+    if seen is not None:
+        seen.append(thought)
     msg: dict[str, Any] = {"role": "assistant", "content": content or None}
     if calls:
         msg["tool_calls"] = [calls[i] for i in sorted(calls)]

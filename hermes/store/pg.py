@@ -59,8 +59,9 @@ def display_url(url: str) -> str:
 
 
 def _test_commit_delay() -> None:
-    """Fault seam for tests/test_scale.py (kill -9 of a gateway worker mid-commit): with
-    ``HERMES_TEST_COMMIT_DELAY=S`` set, sleep S seconds inside ``append_turn``'s transaction.
+    """Fault seam for tests/test_scale.py and tests/test_proxy_scale.py (kill -9 of a gateway or
+    proxy worker mid-commit): with ``HERMES_TEST_COMMIT_DELAY=S`` set, sleep S seconds inside
+    ``append_turn``'s (or the proxy memory's ``remember``) transaction.
     The SQLite store has no such hook (bench/commit_delay.py wraps its ``_write`` instead), but
     gateway workers are spawned by ``--workers``, where no launcher can wrap them."""
     delay = os.environ.get("HERMES_TEST_COMMIT_DELAY")
