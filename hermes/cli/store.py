@@ -21,7 +21,8 @@ def store() -> None:
 def migrate(to: str, source: Path | None) -> None:
     """Copy a state.db into PostgreSQL, then verify counts and content hashes.
 
-    Sessions, branches, blobs and the capability ledger are copied in one transaction;
+    Sessions, branches, blobs, the capability ledger and the proxy's reasoning memory
+    are copied in one transaction;
     re-running it copies only what is missing (safe after a crash, or to catch up).
     state.db is only read (an older one is first brought to this version's schema, as by
     any hermes command). Then point the gateway at the database:

@@ -262,6 +262,12 @@ class SqliteMemory:
                                       (tenant,)).fetchone()
         return int(n), int(size)
 
+    def __enter__(self) -> SqliteMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         with self._wlock, self._rlock:
             self._w.close()

@@ -92,6 +92,12 @@ class PgMemory:
             "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM proxy_memory WHERE tenant = %s", (tenant,))
         return int(rows[0][0]), int(rows[0][1])
 
+    def __enter__(self) -> PgMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Stop using the store; the pool is the store's and closes with it."""
         self._closed = True

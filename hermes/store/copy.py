@@ -1,8 +1,9 @@
 """``hermes store migrate --to postgresql://…``: copy a ``state.db`` into PostgreSQL, then verify.
 
 Copied: sessions (with branch parents and learned ``model_config``), turns, messages, parts,
-blobs and the capability ledger. Not copied: ``session_locks`` — a lease is a running turn's,
-not data; the fencing counter (``sessions.lease_fence``) is copied so tokens keep growing.
+blobs, the capability ledger and the proxy's reasoning memory (``proxy_memory``). Not copied:
+``session_locks`` — a lease is a running turn's, not data; the fencing counter
+(``sessions.lease_fence``) is copied so tokens keep growing.
 
 Idempotent: every row is inserted with ``ON CONFLICT DO NOTHING`` in one transaction, so a
 re-run (after a crash, or after more turns were added to ``state.db``) adds only what is
@@ -12,7 +13,10 @@ missing. Verification then reads both sides back through the stores themselves:
   over the source's messages (a destination session may have *more* turns — it kept going on
   PostgreSQL — but never different ones);
 * each source blob exists and its bytes still hash to its content address;
-* each ledger key exists; row counts per table are reported side by side.
+* each ledger key exists; row counts per table are reported side by side;
+* each proxy recording exists and its stored text hashes the same, unless the destination's
+  is newer (a proxy worker on PostgreSQL recorded that turn again since): a re-run replaces
+  a destination recording only with a newer one.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from .pg import PgStore
 __all__ = ["CopyReport", "copy_store"]
 
 _BATCH = 1000
-_TABLES = ("sessions", "turns", "messages", "parts", "blobs", "capabilities")
+_TABLES = ("sessions", "turns", "messages", "parts", "blobs", "capabilities", "proxy_memory")
 
 
 @dataclass
@@ -84,12 +88,17 @@ def _copy_rows(src: Store, cur: Any) -> None:
     for chunk in batches("SELECT provider, host, model, kind, value, evidence, created, updated FROM capabilities"):
         cur.executemany("INSERT INTO capabilities (provider, host, model, kind, value, evidence, created, updated)"
                         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", chunk)
+    for chunk in batches("SELECT tenant, key, message, size, created FROM proxy_memory"):
+        cur.executemany("INSERT INTO proxy_memory (tenant, key, message, size, created) VALUES (%s, %s, %s, %s, %s)"
+                        " ON CONFLICT (tenant, key) DO UPDATE SET message = excluded.message, size = excluded.size,"
+                        " created = excluded.created WHERE excluded.created > proxy_memory.created", chunk)
 
 
 def _count_present(src: Store, cur: Any) -> dict[str, tuple[int, int]]:
     """Per table: source rows, and how many rows with the same keys the destination holds."""
     keys = {"sessions": "id", "turns": "session_id, id", "messages": "session_id, seq",
-            "parts": "session_id, seq, position", "blobs": "hash", "capabilities": "provider, host, model, kind"}
+            "parts": "session_id, seq, position", "blobs": "hash", "capabilities": "provider, host, model, kind",
+            "proxy_memory": "tenant, key"}
     out = {}
     for table in _TABLES:
         rows = src._c.execute(f"SELECT {keys[table]} FROM {table}").fetchall()
@@ -128,6 +137,7 @@ def copy_store(src: Store, dst: PgStore) -> CopyReport:
             report.problems.append(f"session {sid}: its first {n} messages differ in the destination")
         else:
             report.sessions_verified += 1
+    report.problems.extend(_check_recordings(src, dst))
     hashes = [h for (h,) in src._c.execute("SELECT hash FROM blobs").fetchall()]
     for start in range(0, len(hashes), _BATCH):
         rows = dst._read("SELECT hash, data FROM blobs WHERE hash = ANY(%s)", (hashes[start:start + _BATCH],))
@@ -135,3 +145,23 @@ def copy_store(src: Store, dst: PgStore) -> CopyReport:
             if hashlib.sha256(bytes(data)).hexdigest() != h:
                 report.problems.append(f"blob {h[:12]}: its bytes do not hash to its address")
     return report
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_recordings(src: Store, dst: PgStore) -> list[str]:
+    """Each source proxy recording, by content hash, in the destination (or a newer one there)."""
+    problems: list[str] = []
+    rows = src._c.execute("SELECT tenant, key, message, created FROM proxy_memory").fetchall()
+    for start in range(0, len(rows), _BATCH):
+        chunk = rows[start:start + _BATCH]
+        there = {(t, k): (_digest(m), c) for t, k, m, c in dst._read(
+            "SELECT p.tenant, p.key, p.message, p.created FROM proxy_memory p JOIN unnest(%s::text[], %s::text[])"
+            " AS w(tenant, key) USING (tenant, key)", ([r[0] for r in chunk], [r[1] for r in chunk]))}
+        for tenant, key, message, created in chunk:
+            theirs = there.get((tenant, key))
+            if theirs is not None and theirs[0] != _digest(message) and theirs[1] <= created:
+                problems.append(f"proxy recording {key[:12]} of tenant {tenant[:10]}: its text differs")
+    return problems
