@@ -146,6 +146,10 @@ class ReasoningMemory(Protocol):
 
     def close(self) -> None: ...
 
+    def __enter__(self) -> ReasoningMemory: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
 
 class Decoded:
     """Recently read rows, decoded: a lookup that finds a row it has decoded before skips the
