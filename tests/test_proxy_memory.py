@@ -91,6 +91,24 @@ def test_another_worker_sees_a_recording_at_once_and_its_replacement(backend: An
         other.close()
 
 
+def test_a_recording_another_worker_evicted_is_not_restored_from_what_this_one_holds(backend: Any) -> None:
+    one = len(dumps(turn(0, size=300)[1]))
+    other = reopen(backend)
+    a, b = open_memory(backend, Bounds(max_bytes=2 * one + 10)), open_memory(other, Bounds(max_bytes=2 * one + 10))
+    first = turn(0, size=300)
+    try:
+        b.remember("t", *first)  # b wrote it, so b holds it decoded
+        assert b.recall("t", [first[0]]) == {first[0]: first[1]}
+        for i in range(1, 4):
+            time.sleep(0.002)
+            a.remember("t", *turn(i, size=300))  # a's writes evict the oldest: b's
+        assert b.recall("t", [first[0]]) == {}, "evicted everywhere, whatever a worker holds"
+    finally:
+        a.close()
+        b.close()
+        other.close()
+
+
 def test_expired_recordings_are_never_restored_and_pruned(backend: Any) -> None:
     mem = open_memory(backend, Bounds(max_age_s=0.4))
     k, m = turn(4)
