@@ -46,8 +46,9 @@ ROUTE, MODEL = "deepseek", "deepseek-v4-pro"
 
 
 def _env(home: Path, url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return {**env, "HERMES_HOME": str(home), "HERMES_DATABASE_URL": url, **(extra or {})}
+    """The worker's environment: no provider keys; ``url`` "" = the store is ``state.db``."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "HERMES_DATABASE_URL"}
+    return {**env, "HERMES_HOME": str(home), **({"HERMES_DATABASE_URL": url} if url else {}), **(extra or {})}
 
 
 def spawn_proxy(home: Path, url: str, *args: str, env: dict[str, str] | None = None
@@ -283,3 +284,26 @@ def test_workers_flag_serves_the_proxy_from_supervised_processes(fleet: Fleet) -
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     assert "every worker finished" in err.read_text()
+
+
+def test_workers_on_state_db_share_the_memory_too(emulator: Any, hermes_home: Path) -> None:
+    """One host without PostgreSQL: `--workers 2` on state.db, each request on a new connection
+    (whichever worker accepts it); every restore exact, every turn recorded once."""
+    proc, err = spawn_proxy(hermes_home, "", "--workers", "2", "--upstream", f"{ROUTE}={emulator.url(ROUTE)}")
+    try:
+        root = listening(proc, err)
+        since = len(emulator.requests(ROUTE))
+        c = Client("state.db workers", "sk-state-db-workers", [root] * 4)
+        for j in range(4):
+            c.turn(f"state.db workers turn {j}: list the files", first_worker=j)
+        assert _check_every_request_restored_exactly(emulator, [c], since) == c.sent
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    import sqlite3
+
+    with sqlite3.connect(hermes_home / "state.db") as db:
+        (n,) = db.execute("SELECT COUNT(*) FROM proxy_memory WHERE tenant = ?",
+                          (tenant_of({"authorization": f"Bearer {c.key}"}, ROUTE),)).fetchone()
+    db.close()
+    assert n == len(c.thoughts)
