@@ -27,6 +27,7 @@ import httpx
 import openai
 import orjson
 import pytest
+from _procs import listening
 
 from hermes.config import Config
 from hermes.messages import Message
@@ -61,16 +62,7 @@ def start_process(home: Path, *args: str, env: dict[str, str] | None = None) -> 
     err = home / f"gateway-{time.monotonic_ns()}.err"
     proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", *args],
                             env={**_env(home), **(env or {})}, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        text = err.read_text() if err.exists() else ""
-        if "listening on " in text:
-            return proc, text.split("listening on ", 1)[1].split()[0], err
-        if proc.poll() is not None:
-            raise AssertionError(f"gateway exited: {text}")
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("gateway did not start")
+    return proc, listening(proc, err, "gateway"), err
 
 
 @dataclass

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import openai
-import psycopg
 import pytest
+from _procs import PgFleet, listening, stop_all, wait_for
 from _proxy import RESULT, openai_step
 
 from hermes.emulate import Emulator
@@ -61,27 +61,14 @@ def spawn_proxy(home: Path, url: str, *args: str, env: dict[str, str] | None = N
     return proc, err
 
 
-def listening(proc: subprocess.Popen[bytes], err: Path, timeout: float = 60) -> str:
-    """The root URL ``proc`` announces once it listens."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = err.read_text()
-        if "listening on " in text:
-            return text.split("listening on ", 1)[1].split()[0].replace("/<route>", "")
-        if proc.poll() is not None:
-            raise AssertionError(f"proxy exited: {text}")
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("proxy did not start")
+def proxy_root(proc: subprocess.Popen[bytes], err: Path) -> str:
+    """The proxy's root URL (what precedes ``/<route>``) once it listens."""
+    return listening(proc, err, "proxy", timeout=60).replace("/<route>", "")
 
 
 @dataclass
-class Fleet:
-    home: Path
-    url: str
-    emu: Emulator
+class Fleet(PgFleet):
     roots: list[str] = field(default_factory=list)
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def spawn(self, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Path]:
         proc, err = spawn_proxy(self.home, self.url, "--upstream", f"{ROUTE}={self.emu.url(ROUTE)}", *args, env=env)
@@ -90,12 +77,7 @@ class Fleet:
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
         proc, err = self.spawn(*args, env=env)
-        return proc, listening(proc, err)
-
-    def sql(self, statement: str, *args: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.url, autocommit=True) as c:
-            cur = c.execute(statement, args)
-            return cur.fetchall() if cur.description else []
+        return proc, proxy_root(proc, err)
 
 
 @pytest.fixture(scope="module")
@@ -105,17 +87,10 @@ def fleet(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                   emu)
         try:
             started = [f.spawn() for _ in range(3)]  # side by side: start-up is most of the set-up
-            f.roots.extend(listening(proc, err) for proc, err in started)
+            f.roots.extend(proxy_root(proc, err) for proc, err in started)
             yield f
         finally:
-            for p in f.procs:
-                if p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-            for p in f.procs:
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop_all(f.procs)
 
 
 class Client:
@@ -206,13 +181,6 @@ def test_eight_clients_through_three_proxy_processes_restore_every_turn(fleet: F
     print(f"\n{checked} requests through 3 proxy processes in {elapsed:.1f} s")
 
 
-def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_kill_9_mid_write_leaves_no_partial_entry_and_the_retry_works_elsewhere(fleet: Fleet) -> None:
     doomed, doomed_root = fleet.start(env={"HERMES_TEST_COMMIT_DELAY": "60"})
     key = "sk-killed-worker"
@@ -238,12 +206,12 @@ def test_kill_9_mid_write_leaves_no_partial_entry_and_the_retry_works_elsewhere(
     # its client has not seen the response end (the write comes first)
     idle = ("SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
             " AND datname = current_database()")
-    _wait_for(lambda: fleet.sql(idle) != [(0,)])
+    wait_for(lambda: fleet.sql(idle) != [(0,)])
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.wait()
     t.join(timeout=30)
     assert errors and not seen, "the client never got the end of that response"
-    _wait_for(lambda: fleet.sql(idle) == [(0,)])
+    wait_for(lambda: fleet.sql(idle) == [(0,)])
     assert _memory_rows(fleet, key) == before, "the killed worker's write is gone whole"
 
     since = len(fleet.emu.requests(ROUTE))
@@ -263,7 +231,7 @@ def test_kill_9_mid_write_leaves_no_partial_entry_and_the_retry_works_elsewhere(
 def test_workers_flag_serves_the_proxy_from_supervised_processes(fleet: Fleet) -> None:
     proc, err = spawn_proxy(fleet.home, fleet.url, "--workers", "3", "--upstream", f"{ROUTE}={fleet.emu.url(ROUTE)}")
     try:
-        root = listening(proc, err)
+        root = proxy_root(proc, err)
         assert "(3 workers)" in err.read_text()
 
         def children() -> list[int]:
@@ -273,7 +241,7 @@ def test_workers_flag_serves_the_proxy_from_supervised_processes(fleet: Fleet) -
         first = children()
         assert len(first) == 3
         os.kill(first[0], signal.SIGKILL)
-        _wait_for(lambda: len(children()) == 3 and first[0] not in children(), 60)
+        wait_for(lambda: len(children()) == 3 and first[0] not in children(), 60)
         since = len(fleet.emu.requests(ROUTE))
         c = Client("workers", "sk-workers-flag", [root] * 3)  # three connections: whichever worker accepts each
         for j in range(4):
@@ -291,7 +259,7 @@ def test_workers_on_state_db_share_the_memory_too(emulator: Any, hermes_home: Pa
     (whichever worker accepts it); every restore exact, every turn recorded once."""
     proc, err = spawn_proxy(hermes_home, "", "--workers", "2", "--upstream", f"{ROUTE}={emulator.url(ROUTE)}")
     try:
-        root = listening(proc, err)
+        root = proxy_root(proc, err)
         since = len(emulator.requests(ROUTE))
         c = Client("state.db workers", "sk-state-db-workers", [root] * 4)
         for j in range(4):

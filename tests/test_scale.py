@@ -28,12 +28,11 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
+from _procs import PgFleet, stop_all, wait_for
 from test_gateway import _env, check_serialised, start_process
 
 from hermes.emulate import Emulator
@@ -45,12 +44,8 @@ ROUTE, MODEL = "openai-responses", "gpt-5"
 
 
 @dataclass
-class Fleet:
-    home: Path
-    url: str
-    emu: Emulator
+class Fleet(PgFleet):
     bases: list[str] = field(default_factory=list)
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
         proc, base, _ = start_process(self.home, "--lock-wait", "60", "--allow-base-url", self.emu.root, *args,
@@ -72,11 +67,6 @@ class Fleet:
     def store(self) -> PgStore:
         return PgStore(self.url)
 
-    def sql(self, statement: str, *args: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.url, autocommit=True) as c:
-            cur = c.execute(statement, args)
-            return cur.fetchall() if cur.description else []
-
 
 @pytest.fixture(scope="module")
 def fleet(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
@@ -88,14 +78,7 @@ def fleet(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                 f.bases.append(f.start("--lock-ttl", "5")[1])
             yield f
         finally:
-            for p in f.procs:
-                if p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-            for p in f.procs:
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop_all(f.procs)
 
 
 def test_eight_clients_on_shared_sessions_across_three_workers(fleet: Fleet) -> None:
@@ -126,13 +109,6 @@ def test_eight_clients_on_shared_sessions_across_three_workers(fleet: Fleet) -> 
     assert all(f >= clients // 2 * turns for (f,) in fences)  # one lease per turn, across processes
 
 
-def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_kill_9_mid_commit_leaves_no_partial_step_and_another_worker_continues(fleet: Fleet) -> None:
     slow, slow_base = fleet.start("--lock-ttl", "2", env={"HERMES_TEST_COMMIT_DELAY": "60"})
     sid = fleet.create()
@@ -148,12 +124,12 @@ def test_kill_9_mid_commit_leaves_no_partial_step_and_another_worker_continues(f
     t = threading.Thread(target=doomed)
     t.start()
     # the slow worker's first step has written its rows and sits before COMMIT
-    _wait_for(lambda: fleet.sql("SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
+    wait_for(lambda: fleet.sql("SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
                                 " AND datname = current_database()") != [(0,)])
     os.kill(slow.pid, signal.SIGKILL)
     slow.wait()
     t.join()
-    _wait_for(lambda: fleet.sql("SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
+    wait_for(lambda: fleet.sql("SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
                                 " AND datname = current_database()") == [(0,)])
     with fleet.store() as s:
         assert [m.text for m in s.load(sid)] == before  # no partial step: the transaction died with it
@@ -182,7 +158,7 @@ def test_a_paused_worker_whose_lease_was_taken_over_cannot_commit(fleet: Fleet) 
     t = threading.Thread(target=turn)
     try:
         t.start()
-        _wait_for(lambda: len(fleet.emu.requests(ROUTE)) > sent)  # lease held, model call in flight
+        wait_for(lambda: len(fleet.emu.requests(ROUTE)) > sent)  # lease held, model call in flight
         os.kill(paused.pid, signal.SIGSTOP)  # a GC pause, a VM migration, a partition
         time.sleep(1.5)  # past its TTL: nobody renews it
         with fleet.store() as s:
@@ -210,7 +186,7 @@ def test_workers_flag_serves_from_supervised_processes(fleet: Fleet) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--workers", "3",
                              "--lock-ttl", "2", "--allow-base-url", fleet.emu.root], env=env, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     try:
-        _wait_for(lambda: "listening on " in err.read_text() or proc.poll() is not None, 60)
+        wait_for(lambda: "listening on " in err.read_text() or proc.poll() is not None, 60)
         text = err.read_text()
         assert "(3 workers)" in text, text
         base = text.split("listening on ", 1)[1].split()[0]
@@ -223,7 +199,7 @@ def test_workers_flag_serves_from_supervised_processes(fleet: Fleet) -> None:
         assert len(first) == 3
         sid = fleet.create(base)
         os.kill(first[0], signal.SIGKILL)
-        _wait_for(lambda: len(children()) == 3 and first[0] not in children(), 60)
+        wait_for(lambda: len(children()) == 3 and first[0] not in children(), 60)
         with ThreadPoolExecutor(4) as pool:
             codes = list(pool.map(lambda j: fleet.client(base).post(
                 f"/v1/sessions/{sid}/messages", json={"content": f"c{j % 2} t{j // 2}", "wait_s": 30}).status_code,
