@@ -64,7 +64,7 @@ def _server_user() -> str | None:
 class Cluster:
     """One ``initdb``'d data directory and a running ``postgres`` on 127.0.0.1."""
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(self, *, durable: bool = False, network: str | None = None) -> None:
         initdb, pg_ctl = find_binary("initdb"), find_binary("pg_ctl")
         if initdb is None or pg_ctl is None:
             raise ClusterUnavailable("PostgreSQL server binaries (initdb, pg_ctl) not found; "
@@ -74,6 +74,9 @@ class Cluster:
         """False: ``fsync=off`` (tests). True: fsync on, ``synchronous_commit=off`` — the same
         promise as SQLite's WAL + ``synchronous=NORMAL`` (a killed process loses nothing
         committed; an OS crash may lose the last moments), for fair benchmarks."""
+        self.network = network
+        """``ADDRESS/PREFIX`` (e.g. ``10.231.7.1/24``): also listen on ADDRESS and let that
+        network's hosts in — for tests whose workers run in their own network namespaces."""
         self.user = _server_user()
         # under root the server user must reach the directory: $TMPDIR may be root's own
         self.dir = Path(tempfile.mkdtemp(prefix="hermes-pg-", dir="/tmp" if self.user else None))
@@ -95,9 +98,17 @@ class Cluster:
         self._run(self.initdb, "-D", self.data, "-A", "trust", "-U", "hermes", "-E", "UTF8", "--locale=C",
                   "--no-sync")
         sync = "-c synchronous_commit=off" if self.durable else "-c fsync=off -c synchronous_commit=off"
+        listen = "127.0.0.1"
+        if self.network:
+            import ipaddress
+
+            iface = ipaddress.ip_interface(self.network)
+            listen += f",{iface.ip}"
+            with (self.data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {iface.network} trust\n")
         for _attempt in range(3):  # a free port can be taken between the probe and the bind
             self.port = _free_port()
-            opts = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} {sync}"
+            opts = (f"-c listen_addresses={listen} -p {self.port} -k {self.dir} {sync}"
                     " -c max_connections=200 -c full_page_writes=off")
             try:
                 self._run(self.pg_ctl, "-D", self.data, "-o", opts, "-l", self.dir / "server.log", "-w", "start")
