@@ -125,8 +125,8 @@ def test_a_recognised_turn_gets_back_exactly_what_the_route_sent(text: str, rout
     body = {"model": "model-x", "messages": [{"role": "user", "content": "q"}, sent,
                                              {"role": "tool", "tool_call_id": "call_9", "content": "r"}]}
     rw = rewrite(body, target, lambda keys: {key: turn} if key in keys else {})
-    assert rw.body is not None
-    got = rw.body["messages"][1]
+    # blank reasoning on a route that does not need it: nothing to send, the body goes as it is
+    got = rw.body["messages"][1] if rw.body is not None else sent
     want = text if text.strip() else PAD if target.route.must_echo else None
     assert got.get("reasoning_content") == want
     assert rw.actions[0].recognised
