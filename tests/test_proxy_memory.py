@@ -219,3 +219,39 @@ def test_the_proxy_restores_from_either_backend(emulator: Any, backend: Any) -> 
     assert {t for t, _ in rows} == {mine_t, tenant_of({"authorization": "Bearer sk-someone-else"}, "deepseek")}
     assert not any("which backend keeps this" in m for t, m in rows if t != mine_t)
     assert not any("sk-" in m for _, m in rows), "no credential is stored"
+
+
+def test_a_database_out_of_reach_costs_the_restore_not_the_request(emulator: Any, pg_url: str) -> None:
+    import psycopg
+
+    from hermes.logs import read_log
+
+    model, db = "deepseek-v4-pro", pg_url.rsplit("/", 1)[1]
+    admin = pg_url.rsplit("/", 1)[0] + "/postgres"
+    store = PgStore(pg_url)
+    try:
+        with running_proxy(emulator, store=store) as px:
+            c = openai.OpenAI(base_url=px.url("deepseek"), api_key="sk-outage", max_retries=0)
+            history = openai_loop(c, model, ("before the outage",), False)
+            with psycopg.connect(admin, autocommit=True) as a:  # nobody may connect; open ones are cut
+                a.execute(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS false')
+                a.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (db,))
+            try:
+                before = len(emulator.requests("deepseek"))
+                more = [*history, {"role": "user", "content": "during the outage"}]
+                r = c.chat.completions.create(model=model, messages=more, tools=TOOLS)
+                assert r.choices[0].message.tool_calls, "the client got its answer"
+                sent = emulator.requests("deepseek")[before]
+            finally:
+                with psycopg.connect(admin, autocommit=True) as a:
+                    a.execute(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS true')
+            calls = [m for m in sent["body"]["messages"] if m.get("tool_calls")]
+            assert calls[0]["reasoning_content"] == PAD, "the route's fallback while the memory is out of reach"
+            history = openai_loop(c, model, ("after the outage",), False, messages=more[:-1])
+            after = emulator.requests("deepseek")[-1]
+        restored = [m["reasoning_content"] for m in after["body"]["messages"] if m.get("tool_calls")]
+        assert "before the outage" in restored[0], "restores resume once the database is back"
+    finally:
+        store.close()
+    errors = [r for r in read_log() if r["event"] == "proxy_error"]
+    assert errors and all("sk-" not in r["error"] for r in errors)
