@@ -15,6 +15,7 @@ from typing import Any
 
 import openai
 import pytest
+from _procs import wait_for
 from _proxy import TOOLS, openai_loop, running_proxy
 
 from hermes.errors import StoreError
@@ -212,13 +213,17 @@ def test_the_proxy_restores_from_either_backend(emulator: Any, backend: Any) -> 
     calls = [m for m in mine["body"]["messages"] if m.get("tool_calls")]
     assert "which backend keeps this" in calls[0]["reasoning_content"]
     assert next(m for m in theirs["body"]["messages"] if m.get("tool_calls"))["reasoning_content"] == PAD
-    time.sleep(0.3)  # the last recordings reach the store on a worker thread
     sql = "SELECT tenant, message FROM proxy_memory"
-    rows = backend._read(sql) if isinstance(backend, PgStore) else backend._c.execute(sql).fetchall()
     mine_t = tenant_of({"authorization": "Bearer sk-backend"}, "deepseek")
-    assert {t for t, _ in rows} == {mine_t, tenant_of({"authorization": "Bearer sk-someone-else"}, "deepseek")}
-    assert not any("which backend keeps this" in m for t, m in rows if t != mine_t)
-    assert not any("sk-" in m for _, m in rows), "no credential is stored"
+    both = {mine_t, tenant_of({"authorization": "Bearer sk-someone-else"}, "deepseek")}
+
+    def rows() -> list[Any]:
+        return list(backend._read(sql) if isinstance(backend, PgStore) else backend._c.execute(sql).fetchall())
+
+    wait_for(lambda: {t for t, _ in rows()} == both)  # the last recordings land on a worker thread
+    rows_now = rows()
+    assert not any("which backend keeps this" in m for t, m in rows_now if t != mine_t)
+    assert not any("sk-" in m for _, m in rows_now), "no credential is stored"
 
 
 def test_a_database_out_of_reach_costs_the_restore_not_the_request(emulator: Any, pg_url: str) -> None:
@@ -233,6 +238,8 @@ def test_a_database_out_of_reach_costs_the_restore_not_the_request(emulator: Any
         with running_proxy(emulator, store=store) as px:
             c = openai.OpenAI(base_url=px.url("deepseek"), api_key="sk-outage", max_retries=0)
             history = openai_loop(c, model, ("before the outage",), False)
+            tenant = tenant_of({"authorization": "Bearer sk-outage"}, "deepseek")
+            wait_for(lambda: px.memory.stats(tenant)[0] == 2)  # written: not served from `pending`
             with psycopg.connect(admin, autocommit=True) as a:  # nobody may connect; open ones are cut
                 a.execute(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS false')
                 a.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (db,))
