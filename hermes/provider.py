@@ -7,7 +7,7 @@ HTTP for every row, botocore for ``auth = "aws"`` (SigV4 and the binary event st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # every wire module is checked against the protocol
 
     _WIRES: tuple[Wire, ...] = (anthropic, bedrock, gemini, openai_chat, openai_responses)
 
-__all__ = ["Exchange", "complete", "decode_body", "get_wire", "iter_sse"]
+__all__ = ["Exchange", "complete", "decode_body", "get_wire", "iter_sse", "sse_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,33 +39,68 @@ class Exchange:
     response: Response
 
 
-def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
-    """(event, data) pairs from SSE lines; comments and keep-alives are skipped.
+def sse_events(chunks: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(event, data) pairs from an SSE body arriving as text chunks cut anywhere.
 
-    Hot path of every stream: ``data: `` lines (nearly all of them) take a fast branch.
+    The hot path of every stream, so the work per event is done in C where it can be: a chunk
+    is split into events on blank lines with one ``str.split``, and an event that is one
+    ``data: `` line (nearly all of them on chat routes) is yielded as a slice without looking
+    at its lines. Everything else — ``event:`` names, multi-line data, comments, keep-alives,
+    ``\r\n`` or ``\r`` line ends, a final event without its blank line — takes the general
+    path (``_event``). The same events come out however the body was cut into chunks.
     """
+    buf = ""
+    cr = False  # a chunk ended in "\r": its "\n" may start the next chunk
+    for chunk in chunks:
+        if cr or "\r" in chunk:
+            if cr:
+                chunk = "\r" + chunk
+            cr = chunk.endswith("\r")
+            if cr:
+                chunk = chunk[:-1]
+            chunk = chunk.replace("\r\n", "\n").replace("\r", "\n")
+        if "\n\n" not in chunk and not (chunk[:1] == "\n" and buf[-1:] == "\n"):
+            buf += chunk
+            continue
+        blocks = (buf + chunk).split("\n\n")
+        buf = blocks.pop()
+        for block in blocks:
+            if block[:6] == "data: " and "\n" not in block:
+                yield "message", block[6:]
+            elif block:
+                ev = _event(block)
+                if ev is not None:
+                    yield ev
+    if cr:
+        buf += "\n"
+    if buf:
+        ev = _event(buf)
+        if ev is not None:
+            yield ev
+
+
+def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """``sse_events`` for a body already split into lines (without their line ends)."""
+    return sse_events(f"{line}\n" for line in lines)
+
+
+def _event(block: str) -> tuple[str, str] | None:
+    """One event's lines (no blank line inside) → (event, data); None when it carries no data."""
     event = ""
     data: list[str] = []
-    for line in lines:
-        if line.startswith("data: "):
-            data.append(line[6:])
-        elif not line:
-            if data:
-                yield event or "message", data[0] if len(data) == 1 else "\n".join(data)
-                data = []
-            event = ""
-        elif line[0] == ":":
+    for line in block.split("\n"):
+        if not line or line[0] == ":":
             continue
-        else:
-            name, _, value = line.partition(":")
-            if value.startswith(" "):
-                value = value[1:]
-            if name == "event":
-                event = value
-            elif name == "data":
-                data.append(value)
-    if data:
-        yield event or "message", data[0] if len(data) == 1 else "\n".join(data)
+        name, _, value = line.partition(":")
+        if value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
+    if not data:
+        return None
+    return event or "message", data[0] if len(data) == 1 else "\n".join(data)
 
 
 def decode_body(content: bytes, route: str) -> Any:
@@ -140,7 +175,7 @@ def _send(wire: Wire, resolved: Resolved, body: dict[str, Any], *, stream: bool,
         raw = orjson.dumps(body)
         if stream:
             with t.stream(url, raw, headers, route=route) as r:
-                for event, data in iter_sse(r.iter_lines()):
+                for event, data in sse_events(r.iter_text()):
                     feed(dec.decode_event(event, data))
         else:
             _, content = t.post_json(url, raw, headers, route=route)

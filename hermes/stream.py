@@ -20,7 +20,7 @@ non-streaming parser emits the same deltas for a whole response, so both paths g
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -63,7 +63,8 @@ class ReasoningDelta:
 class DetailsDelta:
     """``reasoning_details`` entries (OpenRouter format), attached to reasoning part ``key``."""
 
-    entries: tuple[Mapping[str, Any], ...]
+    entries: Sequence[Mapping[str, Any]]
+    """As decoded (the decoder's own list: not copied per delta)."""
     key: str = "reasoning"
     whole: bool = False
     """True for a whole (non-streamed) response: every entry is stored as its own entry."""
@@ -144,24 +145,30 @@ _CONCAT = ("text", "summary")
 
 
 class Accumulator:
-    """Fold deltas into one assistant ``Response``; ``snapshot()`` works mid-stream."""
+    """Fold deltas into one assistant ``Response``; ``snapshot()`` works mid-stream.
 
-    __slots__ = ("_finish", "_order", "_parts", "_usage", "origin")
+    This is the per-delta hot path of every stream: each part kind has its own dict (no key
+    tuple per delta), and a streamed ``reasoning_details`` fragment that continues the entry
+    before it merges in place without the general key search (``_details``)."""
+
+    __slots__ = ("_finish", "_order", "_reasoning", "_texts", "_tools", "_usage", "origin")
 
     def __init__(self, origin: RouteKey) -> None:
         self.origin = origin
         self._order: list[tuple[str, str]] = []
-        self._parts: dict[tuple[str, str], Any] = {}
+        """(kind, key) of every part in the order its key first appeared."""
+        self._reasoning: dict[str, _R] = {}
+        self._texts: dict[str, list[str]] = {}
+        self._tools: dict[str, _T] = {}
         self._usage: dict[str, Any] = {}
         self._finish: str | None = None
 
-    def _get(self, kind: str, key: str, factory: Any) -> Any:
-        k = (kind, key)
-        part = self._parts.get(k)
-        if part is None:
-            part = self._parts[k] = factory()
-            self._order.append(k)
-        return part
+    def _r(self, key: str) -> _R:
+        r = self._reasoning.get(key)
+        if r is None:
+            r = self._reasoning[key] = _R()
+            self._order.append(("reasoning", key))
+        return r
 
     def feed(self, d: Delta) -> None:
         # dispatch on the exact type: cheaper than a ``match`` over seven class patterns
@@ -169,10 +176,14 @@ class Accumulator:
 
     def _text(self, d: TextDelta) -> None:
         if d.text:
-            self._get("text", d.key, list).append(d.text)
+            part = self._texts.get(d.key)
+            if part is None:
+                part = self._texts[d.key] = []
+                self._order.append(("text", d.key))
+            part.append(d.text)
 
     def _reasoning_delta(self, d: ReasoningDelta) -> None:
-        r: _R = self._get("reasoning", d.key, _R)
+        r = self._reasoning.get(d.key) or self._r(d.key)
         if d.text:
             r.text.append(d.text)
         if d.blob is not None:
@@ -187,12 +198,22 @@ class Accumulator:
             r.extra.update(d.extra)
 
     def _details(self, d: DetailsDelta) -> None:
-        r: _R = self._get("reasoning", d.key, _R)
+        details = (self._reasoning.get(d.key) or self._r(d.key)).details
+        whole = d.whole
         for entry in d.entries:
-            _merge_detail(r.details, entry, d.whole)
+            if not whole and type(entry) is dict:
+                # a gateway's stream: a fragment with a number index and a type continues the
+                # entry of that (index, type) — what ``_detail_key`` finds, without the search
+                at, kind = entry.get("index"), entry.get("type")
+                if type(at) is int and type(kind) is str:
+                    cur = details.get((at, kind))
+                    if cur is not None:
+                        _merge_into(cur, entry)
+                        continue
+            _merge_detail(details, entry, whole)
 
     def _native(self, d: NativeDelta) -> None:
-        r: _R = self._get("reasoning", d.key, _R)
+        r = self._reasoning.get(d.key) or self._r(d.key)
         if d.thought_signature:
             r.thought_signature = d.thought_signature
         if d.tool_signature and d.tool_signature[1]:
@@ -203,7 +224,10 @@ class Accumulator:
             r.native_text.append(d.reasoning_text)
 
     def _tool(self, d: ToolCallDelta) -> None:
-        t: _T = self._get("tool", d.key, _T)
+        t = self._tools.get(d.key)
+        if t is None:
+            t = self._tools[d.key] = _T()
+            self._order.append(("tool", d.key))
         if d.id:
             t.id = d.id
         if d.name:
@@ -218,8 +242,9 @@ class Accumulator:
         self._finish = d.reason
 
     def feed_all(self, deltas: Iterable[Delta]) -> Accumulator:
+        feed = _FEED
         for d in deltas:
-            self.feed(d)
+            feed[type(d)](self, d)
         return self
 
     @property
@@ -238,26 +263,25 @@ class Accumulator:
             raise StreamError(f"malformed response: a field has the wrong type ({e}); nothing was stored") from None
 
     def _snapshot(self) -> Message:
-        tool_ids = {key: _s(t.id) or f"call_{n}" for n, ((kind, key), t) in
-                    enumerate((k, self._parts[k]) for k in self._order) if kind == "tool"}
+        tool_ids = {key: _s(self._tools[key].id) or f"call_{n}" for n, (kind, key) in enumerate(self._order)
+                    if kind == "tool"}
         parts: list[Part] = []
-        for k in self._order:
-            kind, key = k
-            v = self._parts[k]
+        for kind, key in self._order:
             if kind == "text":
-                parts.append(Text("".join(v)))
+                parts.append(Text("".join(self._texts[key])))
             elif kind == "tool":
-                if not v.name:
+                t = self._tools[key]
+                if not t.name:
                     raise StreamError(f"tool call {key!r} arrived without a name")
-                _s(v.name)
-                parts.append(ToolCall(tool_ids[key], v.name, "".join(v.args) or "{}"))
+                _s(t.name)
+                parts.append(ToolCall(tool_ids[key], t.name, "".join(t.args) or "{}"))
             else:
-                part = self._reasoning(v, tool_ids)
+                part = self._reasoning_part(self._reasoning[key], tool_ids)
                 if part is not None:
                     parts.append(part)
         return Message("assistant", tuple(parts))
 
-    def _reasoning(self, r: _R, tool_ids: Mapping[str, str]) -> Reasoning | None:
+    def _reasoning_part(self, r: _R, tool_ids: Mapping[str, str]) -> Reasoning | None:
         blob: str | None = "".join(r.blob) if r.blob else None
         kind = r.blob_kind if blob is not None else None
         if r.details:
@@ -319,11 +343,17 @@ def _merge_detail(details: dict[Any, dict[str, Any]], entry: Mapping[str, Any], 
     cur = details.get(key)
     if cur is None:
         details[key] = {k: _Cat((v,)) if k in _CONCAT and isinstance(v, str) else v for k, v in entry.items()}
-        return
+    else:
+        _merge_into(cur, entry)
+
+
+def _merge_into(cur: dict[str, Any], entry: Mapping[str, Any]) -> None:
+    """One streamed fragment into its stored entry: ``text`` / ``summary`` concatenate, other
+    keys take the latest non-empty value."""
     for k, v in entry.items():
-        if k in _CONCAT and isinstance(v, str):
+        if type(v) is str and (k == "text" or k == "summary"):
             c = cur.get(k)
-            if isinstance(c, _Cat):
+            if type(c) is _Cat:
                 c.append(v)
             elif isinstance(c, str) or v:
                 cur[k] = _Cat((c, v)) if isinstance(c, str) else _Cat((v,))

@@ -5,7 +5,7 @@ Contract under test: every decoder turns malformed input into a ``HermesError`` 
 another exception and never a hang. A *target* is one decoder path fed raw bytes, the way the
 bytes arrive in production:
 
-* ``<wire>.sse`` — response bytes → httpx's own line decoder → ``provider.iter_sse`` → the
+* ``<wire>.sse`` — response bytes → httpx's text decoder → ``provider.sse_events`` → the
   wire's streaming decoder (the one ``provider.complete`` picks) → ``Accumulator.result()``;
 * ``<wire>.json`` — a whole body → ``provider.decode_body`` → ``from_wire`` → fold;
 * ``bedrock.frames`` — event-stream bytes → botocore's ``EventStream`` (the real buffer and
@@ -433,7 +433,7 @@ def _sse_target(wire: str) -> Callable[[bytes], None]:
     def run(data: bytes) -> None:
         import httpx
 
-        from hermes.provider import iter_sse
+        from hermes.provider import sse_events
         from hermes.wire import get_wire
 
         resolved = _route(wire)
@@ -442,7 +442,7 @@ def _sse_target(wire: str) -> Callable[[bytes], None]:
         response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(chunks))
 
         def pump(feed: Callable[[Sequence[Any]], None]) -> None:
-            for event, payload in iter_sse(response.iter_lines()):
+            for event, payload in sse_events(response.iter_text()):
                 feed(decode(event, payload))
 
         _finish(resolved, pump)

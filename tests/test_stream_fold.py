@@ -12,7 +12,9 @@ calls, usage with reasoning tokens.
 from __future__ import annotations
 
 import itertools
+import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +25,7 @@ from hypothesis import strategies as st
 
 from hermes.errors import StreamError
 from hermes.messages import Reasoning, RouteKey, Text, ToolCall, dumps
-from hermes.provider import iter_sse
+from hermes.provider import sse_events
 from hermes.stream import Accumulator, Response
 from hermes.wire.openai_chat import ChatDecoder
 
@@ -248,11 +250,18 @@ def streamed(draw: st.DrawFn, s: Spec) -> list[str]:
     return [*lines, "data: [DONE]", ""]
 
 
-def fold_stream(lines: list[str], think_tags: bool) -> Response:
+def fold_stream(lines: list[str], think_tags: bool, cuts: Sequence[int] = ()) -> Response:
+    """Fold the SSE body of ``lines`` as it would arrive cut into chunks at ``cuts``."""
+    body = "".join(f"{line}\n" for line in lines)
     dec, acc = ChatDecoder(think_tags=think_tags), Accumulator(ORIGIN)
-    for event, data in iter_sse(iter(lines)):
+    for event, data in sse_events(_chunks(body, cuts)):
         acc.feed_all(dec.decode_event(event, data))
     return acc.result()
+
+
+def _chunks(body: str, cuts: Sequence[int]) -> list[str]:
+    bounds = [0, *sorted({c % (len(body) + 1) for c in cuts}), len(body)]
+    return [body[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def fold_whole(payload: dict[str, Any], think_tags: bool) -> Response:
@@ -265,7 +274,7 @@ def test_stream_and_whole_fold_to_the_same_turn(data: st.DataObject, s: Spec) ->
     think = s.source == "think"
     whole = fold_whole(whole_payload(s), think)
     lines = data.draw(streamed(s))
-    stream = fold_stream(lines, think)
+    stream = fold_stream(lines, think, data.draw(st.lists(st.integers(0, 10**6), max_size=12), label="cuts"))
     assert dumps(stream.message) == dumps(whole.message)
     assert (stream.finish_reason, dict(stream.usage)) == (whole.finish_reason, dict(whole.usage))
     _check_meaning(whole, s)
@@ -343,3 +352,52 @@ def test_think_tags_are_text_on_routes_without_them() -> None:
     whole = {"choices": [{"message": {"role": "assistant", "content": "<think>a</think>b"}, "finish_reason": "stop"}]}
     r = fold_whole(whole, False)
     assert r.message.text == "<think>a</think>b" and not r.message.reasoning
+
+
+def _spec_events(lines: list[str]) -> list[tuple[str, str]]:
+    """The SSE rules line by line, as the HTML standard states them (the oracle for ``sse_events``):
+    a blank line dispatches, ``:`` starts a comment, one space after the colon is dropped,
+    ``data`` lines join with newlines, an event without data is not dispatched; a body's last
+    event is dispatched even without its blank line (some servers close right after it)."""
+    out, event, data = [], "", []
+    for line in [*lines, ""]:
+        if not line:
+            if data:
+                out.append((event or "message", "\n".join(data)))
+            event, data = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
+    return out
+
+
+_sse_line = st.one_of(
+    st.builds(lambda v: f"data: {v}", _txt.filter(lambda t: "\n" not in t and "\r" not in t)),
+    st.builds(lambda v: f"data:{v}", st.sampled_from(["", "x", " two spaces", "{}"])),
+    st.sampled_from(["", "", "", "event: message_start", "event:delta", ": keep-alive", ":", "id: 7", "retry: 10",
+                     "data", "event", "data: [DONE]"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(_sse_line, max_size=30), ends=st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=1),
+       cuts=st.lists(st.integers(0, 10**6), max_size=10), last_end=st.booleans())
+def test_sse_events_follow_the_line_rules_however_the_body_is_cut(
+        lines: list[str], ends: list[str], cuts: list[int], last_end: bool) -> None:
+    body = "".join(line + ends[i % len(ends)] for i, line in enumerate(lines))
+    if lines and not last_end:  # the connection closed right after the last line
+        body = body[: -len(ends[(len(lines) - 1) % len(ends)])]
+    # "\r" then an empty line's "\n" is one CRLF: the body, not ``lines``, says where lines end
+    assert list(sse_events(_chunks(body, cuts))) == _spec_events(re.split("\r\n|\r|\n", body))
+
+
+def test_sse_events_keep_a_split_crlf_as_one_line_end() -> None:
+    body = "data: a\r\n\r\ndata: b\r\n\r\n"
+    for at in range(len(body) + 1):
+        assert list(sse_events([body[:at], body[at:]])) == [("message", "a"), ("message", "b")], at

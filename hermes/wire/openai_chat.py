@@ -273,12 +273,11 @@ class ChatDecoder:
             raise StreamError(f"malformed stream chunk (not JSON): {data[:120]!r}") from None
         if type(chunk) is not dict:
             raise StreamError(f"malformed stream chunk (not an object): {data[:120]!r}")
-        get = chunk.get
-        if get("error") is not None:
+        if "error" in chunk and chunk["error"] is not None:
             _raise_error(chunk)
         out: list[Delta] = []
         try:  # free when nothing is wrong; a member of the wrong type is a malformed chunk
-            choices = get("choices")
+            choices = chunk.get("choices")
             if choices:
                 choice = choices[0]
                 delta = choice.get("delta")
@@ -288,7 +287,7 @@ class ChatDecoder:
                 if reason:
                     self._flush(out)
                     out.append(FinishDelta(str(reason)))
-            usage = get("usage")
+            usage = chunk.get("usage")
             if usage:
                 out.append(UsageDelta(dict(usage)))
         except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
@@ -332,7 +331,7 @@ class ChatDecoder:
         if details:
             if type(details) is not list:
                 raise StreamError("reasoning_details is not a list")
-            out.append(DetailsDelta(tuple(details), _RKEY, whole))
+            out.append(DetailsDelta(details, _RKEY, whole))
         if ctext or opaque or ext:
             msg_sig = _google_sig(ext)
             if type(ctext) is str or type(opaque) is str or msg_sig:
