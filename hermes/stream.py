@@ -351,15 +351,20 @@ def _merge_into(cur: dict[str, Any], entry: Mapping[str, Any]) -> None:
     """One streamed fragment into its stored entry: ``text`` / ``summary`` concatenate, other
     keys take the latest non-empty value."""
     for k, v in entry.items():
-        if type(v) is str and (k == "text" or k == "summary"):
-            c = cur.get(k)
-            if type(c) is _Cat:
-                c.append(v)
-            elif isinstance(c, str) or v:
-                cur[k] = _Cat((c, v)) if isinstance(c, str) else _Cat((v,))
+        if type(v) is str:
+            if k == "text" or k == "summary":
+                c = cur.get(k)
+                if type(c) is _Cat:
+                    c.append(v)
+                elif isinstance(c, str) or v:
+                    cur[k] = _Cat((c, v)) if isinstance(c, str) else _Cat((v,))
+                else:
+                    cur.setdefault(k, v)
+            elif v:
+                cur[k] = v
             else:
                 cur.setdefault(k, v)
-        elif v is not None and v != "":
+        elif v is not None:
             cur[k] = v
         else:
             cur.setdefault(k, v)

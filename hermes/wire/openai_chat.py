@@ -282,7 +282,7 @@ class ChatDecoder:
                 choice = choices[0]
                 delta = choice.get("delta")
                 if delta:
-                    self._message(delta, out, whole=False)
+                    self._message(delta, out, False)
                 reason = choice.get("finish_reason")
                 if reason:
                     self._flush(out)
@@ -295,7 +295,7 @@ class ChatDecoder:
         return out
 
     # --- shared body --------------------------------------------------------------------
-    def _message(self, m: Mapping[str, Any], out: list[Delta], *, whole: bool) -> None:
+    def _message(self, m: Mapping[str, Any], out: list[Delta], whole: bool) -> None:
         if not self._started:
             self._started = True
             out.append(ReasoningDelta(_RKEY))  # reserve the reasoning slot: first part of the turn
