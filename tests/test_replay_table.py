@@ -13,6 +13,7 @@ from hermes.messages import Message, NativeRecord, Reasoning, RouteKey, Text, To
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD, Learned, Settings, plan_replay
 from hermes.resolve import resolve
 from hermes.routes import ROUTES
+from hermes.wire.openai_chat import render_message
 
 RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
 EXPECTED_CHAT: dict[str, set[str]] = {
@@ -107,9 +108,12 @@ def test_native_records_reach_only_their_owner(key):
     for owner, record in (("gemini-openai", NATIVE_GEMINI), ("copilot", NATIVE_COPILOT)):
         pm = assistant_plan(turn(Reasoning("readable", own(owner), native=record)), key)
         native_keys = {"extra_content", "reasoning_opaque", "reasoning_text"} & set(pm.fields)
-        if key == owner == "gemini-openai":
-            assert pm.fields["extra_content"] == {"google": {"thought_signature": "GSIG"}}
+        if key == owner == "gemini-openai":  # neutral intents in the plan; the wire places them
+            assert native_keys == set() and pm.thought_signature == "GSIG"
             assert dict(pm.tool_signatures) == {"call_1": "TSIG"}
+            sent = render_message(pm, target(key).route)[-1]
+            assert sent["extra_content"] == {"google": {"thought_signature": "GSIG"}}
+            assert sent["tool_calls"][0]["extra_content"] == {"google": {"thought_signature": "TSIG"}}
         elif key == owner == "copilot":
             assert pm.fields["reasoning_opaque"] == "OPAQUE" and pm.fields["reasoning_text"] == "readable"
             assert dict(pm.tool_signatures) == {"call_1": "CSIG"}
@@ -117,6 +121,8 @@ def test_native_records_reach_only_their_owner(key):
             assert native_keys == set() and dict(pm.tool_signatures) == {"call_1": GEMINI_SKIP_SIGNATURE}
         else:
             assert native_keys == set() and dict(pm.tool_signatures) == {}
+        if not key == owner == "gemini-openai":
+            assert pm.thought_signature is None
 
 
 def test_copilot_reasoning_text_is_never_sent_without_its_opaque_blob():

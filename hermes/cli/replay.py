@@ -26,14 +26,15 @@ def _describe_part(p: Any) -> dict[str, Any]:
 
 
 def plan_report(plan: Any) -> dict[str, Any]:
-    """The plan as JSON-able data: per assistant message, exact fields and per-part reasons."""
+    """The plan as JSON-able data: per assistant message, exact fields and per-part reasons;
+    other messages only where the plan repaired the turn structure around them."""
     from ..messages import Reasoning
 
     out = []
     for m in plan.messages:
-        if m.role != "assistant":
+        if m.role != "assistant" and not m.decisions:
             continue
-        entry: dict[str, Any] = {"index": m.index, "fields": dict(m.fields)}
+        entry: dict[str, Any] = {"index": m.index, "role": m.role, "fields": dict(m.fields)}
         blocks = [_describe_part(p) for p in m.parts if isinstance(p, Reasoning)]
         if blocks:
             entry["reasoning_blocks"] = blocks
@@ -152,7 +153,7 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     for note in report["notes"]:
         click.echo(f"note: {note}")
     for m in report["messages"]:
-        click.echo(f"\n#{m['index']} assistant")
+        click.echo(f"\n#{m['index']} {m['role']}")
         for name, value in m["fields"].items():
             shown = orjson.dumps(value).decode()
             click.echo(f"  {name}: {shown if len(shown) <= 100 else shown[:97] + '...'}")
@@ -160,7 +161,7 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
             click.echo(f"  block: {orjson.dumps(b).decode()}")
         for call, sig in m.get("tool_signatures", {}).items():
             click.echo(f"  signature on call {call}: {sig}")
-        if not m["fields"] and not m.get("reasoning_blocks") and not m.get("tool_signatures"):
+        if m["role"] == "assistant" and not (m["fields"] or m.get("reasoning_blocks") or m.get("tool_signatures")):
             click.echo("  (no reasoning carried)")
         for d in m["decisions"]:
             where = "message" if d["part"] is None else f"part {d['part']}"

@@ -8,8 +8,8 @@ from the route row (``Route.variant``); how the model thinks, from its profile.
 Rendering rules (the plan already decided *what* goes; this module decides only *how*):
 
 * ``system`` messages become the top-level ``system`` string;
-* tool results become ``user`` messages of ``tool_result`` blocks, and consecutive
-  same-role messages merge (the API wants user/assistant alternation);
+* tool results become ``user`` messages of ``tool_result`` blocks; a message the plan marks
+  ``joins`` merges into the previous one (the planner decides where alternation needs it);
 * an assistant turn is its parts in stored order: signed reasoning → ``thinking`` /
   ``redacted_thinking`` byte-exact (signatures are checked against the block), text →
   ``text`` (empty skipped), calls → ``tool_use``. A reasoning part without an Anthropic blob
@@ -136,7 +136,7 @@ def _blocks(m: PlannedMessage) -> list[dict[str, Any]]:
 
 
 def _messages(plan: ReplayPlan, cache: BuildCache | None = None) -> tuple[str, list[dict[str, Any]]]:
-    """(system text, messages), merging consecutive same-role messages.
+    """(system text, messages), merging the messages the plan marks ``joins``.
 
     With a ``cache``, the previous request's output is reused up to the message that holds the
     last planned message both requests share (that one is rebuilt: the next one may merge
@@ -173,7 +173,7 @@ def _messages(plan: ReplayPlan, cache: BuildCache | None = None) -> tuple[str, l
             blocks = cache.get(m, "anthropic", lambda m=m: _blocks(m))
         if not blocks:
             continue
-        if out and out[-1]["role"] == role and last is not None:
+        if m.joins and last is not None:  # the plan's structure decision (replay.structure)
             last.extend(blocks)
         else:
             last = list(blocks)  # cached block lists are shared: merge into a copy

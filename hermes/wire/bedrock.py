@@ -9,8 +9,9 @@ Wire facts (docs/replay.md, docs/emulators.md):
   (route row ``bedrock``: Claude signed, DeepSeek R1 / Kimi K3 strip, others unsigned).
 * Captured reasoning is stored Anthropic-shaped (``anthropic.signature`` / ``anthropic.redacted``)
   so a turn reloaded from state.db replays the same blocks.
-* Converse needs user-first / user-last alternation and non-blank content: consecutive user-side
-  messages merge, placeholder user turns are inserted, empty content becomes ``(empty)``.
+* Converse needs user-first / user-last alternation and non-blank content: the plan marks which
+  user-side messages merge and where a placeholder user turn goes (``replay.structure``, shown
+  by ``hermes replay``); empty content becomes ``(empty)``.
 * Streams carry no start event for text or reasoning blocks: every delta is keyed by
   ``contentBlockIndex``; signature deltas concatenate.
 
@@ -101,13 +102,14 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
         for b in blocks:
             if "toolUse" in b:
                 used_tools[b["toolUse"]["name"]] = None
-        if turns and turns[-1][0] == side == "user":
+        # the turn structure is the plan's decision (replay.structure); this only follows it
+        if pm.joins and turns:
             turns[-1][1].extend(blocks)
             continue
-        if side == "assistant" and (not turns or turns[-1][0] == "assistant"):
+        if pm.placeholder:
             turns.append(("user", [{"text": PLACEHOLDER_USER}]))
         turns.append((side, blocks))
-    if not turns or turns[-1][0] == "assistant":
+    if plan.placeholder_after or not turns:
         turns.append(("user", [{"text": PLACEHOLDER_USER}]))
     messages = [{"role": role, "content": _tool_results_first(blocks) or [{"text": EMPTY}]}
                 for role, blocks in turns]

@@ -180,7 +180,7 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
         parts = _model_parts(m, ids) if role == "model" else _user_parts(m, names, ids)
         if not parts:
             continue
-        if contents and contents[-1]["role"] == role:
+        if m.joins and contents:  # the plan's structure decision (replay.structure)
             contents[-1]["parts"].extend(parts)
         else:
             contents.append({"role": role, "parts": parts})

@@ -80,7 +80,8 @@ def to_wire(
     cache: BuildCache | None = None,
 ) -> dict[str, Any]:
     """The request body for ``plan``; nothing here decides what reasoning is replayed."""
-    sig_at = plan.target.route.call_signature
+    route = plan.target.route
+    sig_at = (route.call_signature, route.text_signature)
     if cache is None:
         chunks = [_render(pm, sig_at) for pm in plan.messages]
     else:  # reuse the previous request's rendered prefix (same planned objects), render the rest
@@ -111,7 +112,7 @@ def _tool(t: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": fn}
 
 
-def _render(pm: PlannedMessage, sig_at: str) -> list[dict[str, Any]]:
+def _render(pm: PlannedMessage, sig_at: tuple[str, str]) -> list[dict[str, Any]]:
     """One planned message → chat messages (a compaction becomes its own user message)."""
     out: list[dict[str, Any]] = []
     rest: list[Part] = []
@@ -147,7 +148,11 @@ def _text_only(pm: PlannedMessage, parts: Sequence[Part]) -> str:
     return "".join(texts)
 
 
-def _assistant(pm: PlannedMessage, parts: Sequence[Part], sig_at: str) -> dict[str, Any]:
+def _assistant(pm: PlannedMessage, parts: Sequence[Part], sig_at: tuple[str, str]) -> dict[str, Any]:
+    """The assistant message: text, calls (each with its signature where the row's
+    ``call_signature`` path says), the planned carrier fields, then the text turn's signature
+    where the row's ``text_signature`` path says (Gemini-compat: ``extra_content.google``)."""
+    call_at, text_at = sig_at
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for p in parts:
@@ -155,7 +160,7 @@ def _assistant(pm: PlannedMessage, parts: Sequence[Part], sig_at: str) -> dict[s
             case Text():
                 texts.append(p.text)
             case ToolCall():
-                calls.append(_call(p, pm.tool_signatures.get(p.id), sig_at))
+                calls.append(_call(p, pm.tool_signatures.get(p.id), call_at))
             case _:
                 raise _unsupported(pm, p)
     text = "".join(texts)
@@ -163,6 +168,8 @@ def _assistant(pm: PlannedMessage, parts: Sequence[Part], sig_at: str) -> dict[s
     if calls:
         msg["tool_calls"] = calls
     msg.update(pm.fields)
+    if pm.thought_signature and text_at:
+        msg = deep_merge(msg, at_path(text_at, pm.thought_signature))
     return msg
 
 
@@ -485,4 +492,4 @@ def decode_event(event: str, data: str) -> list[Delta]:
 def render_message(pm: PlannedMessage, route: Any) -> list[dict[str, Any]]:
     """One planned message as the chat messages ``to_wire`` would send for it (``hermes proxy``
     takes the reasoning keys from here, so it never places a field differently)."""
-    return _render(pm, route.call_signature)
+    return _render(pm, (route.call_signature, route.text_signature))

@@ -1,0 +1,58 @@
+"""Planning for native-block wires (Anthropic, Bedrock, Responses): reasoning stays a block.
+
+Own signed blocks go back byte-exact in their stored order; the row's policy says what
+happens to the rest (``unsigned``: readable text only before the open loop; ``strip``: earlier
+turns lose reasoning; ``signed``: only signed blocks), and the model's prior-turn policy
+whether earlier turns keep thinking at all. An assistant turn left with reasoning only is not
+sent as reasoning (newer Claude models read a trailing reasoning-only turn as prefill).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..messages import Message, Part, Reasoning, Text, ToolCall
+from ..resolve import Resolved
+from .plan import Decision, Learned, PlannedMessage
+from .sendable import blob_allowed, same_origin
+
+__all__ = ["plan_blocks"]
+
+
+def plan_blocks(index: int, m: Message, target: Resolved, learned: Learned, in_loop: bool) -> PlannedMessage:
+    """Anthropic, Bedrock and Responses: reasoning stays a block, in its original order."""
+    route = target.route
+    policy = route.policy
+    keep_prior = route.prior_turns == "all" and policy != "strip"
+    parts: list[Part] = []
+    decisions: list[Decision] = []
+    for i, p in enumerate(m.parts):
+        if not isinstance(p, Reasoning):
+            parts.append(p)
+            continue
+        refusal = blob_allowed(p, target, learned)
+        own = same_origin(p.origin, target)
+        if not in_loop and not keep_prior:
+            decisions.append(Decision(i, "drop", (), f"turn before the open tool loop; {route.key} "
+                                      f"{'strips earlier turns' if policy == 'strip' else 'keeps only loop thinking for this model'}"))
+        elif refusal is None and (policy != "unsigned" or in_loop):
+            parts.append(p)
+            decisions.append(Decision(i, "native", (p.blob_kind or "",), "signed block from this route and model"))
+        elif policy == "unsigned" or (policy == "strip" and own):
+            if p.text.strip():
+                parts.append(replace(p, blob=None, blob_kind=None, native=None))
+                why = refusal or "earlier turn on an unsigned-policy model"
+                decisions.append(Decision(i, "text", ("reasoningText",), f"readable text only: {why}"))
+            else:
+                decisions.append(Decision(i, "drop", (), f"no readable text; {refusal or 'earlier turn'}"))
+        else:
+            decisions.append(Decision(i, "drop", (), (refusal if p.blob is not None else None)
+                                      or f"{route.key} takes only signed reasoning"))
+    if not any(isinstance(x, (Text, ToolCall)) and (not isinstance(x, Text) or x.text) for x in parts):
+        kept = [d for d in decisions if d.action in ("native", "text")]
+        if kept:
+            parts = [x for x in parts if not isinstance(x, Reasoning)]
+            decisions = [d if d.action not in ("native", "text") else
+                         Decision(d.part, "drop", (), "reasoning-only assistant turn would be read as prefill")
+                         for d in decisions]
+    return PlannedMessage(index, m.role, tuple(parts), decisions=tuple(decisions))
