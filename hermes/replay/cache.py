@@ -26,7 +26,7 @@ class BuildCache:
     shared between requests: treat plans and rendered bodies as read-only.
     """
 
-    __slots__ = ("_costs", "_entries", "last_ids", "last_plan", "last_render", "last_window")
+    __slots__ = ("_costs", "_entries", "last_ids", "last_plan", "last_render", "last_structure", "last_window")
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[object, object, Any]] = {}
@@ -38,6 +38,9 @@ class BuildCache:
         """(history, window start) of the previous plan: only a grown tail is scanned again."""
         self.last_render: tuple[object, Sequence[PlannedMessage], Any] | None = None
         """(key, planned, rendered chunks) of the previous render, for the wire's own reuse."""
+        self.last_structure: tuple[str, list[PlannedMessage], list[PlannedMessage],
+                                   list[tuple[str | None, int]]] | None = None
+        """(wire, planned in, marked out, state before each) of the previous structure pass."""
         self.last_ids: tuple[str, list[Message], list[str], bool] | None = None
         """(id rule, messages, their tool-call ids, all valid) of the previous request: a grown
         history scans only its new messages for ids the route would refuse."""

@@ -20,7 +20,7 @@ def blob_allowed(part: Reasoning, target: Resolved, learned: Learned = Learned()
         return f"{route.key} does not take {part.blob_kind} blobs"
     if not same_origin(part.origin, target):
         return f"blob minted by {who(part.origin)}, not sendable to {who(target.key)}"
-    if blob_hash(part.blob) in learned.suppressed:
+    if learned.suppressed and blob_hash(part.blob) in learned.suppressed:  # hash only when it can matter
         return "blob suppressed after the route rejected it"
     return None
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..messages import Compaction, Text
-from .cache import BuildCache
+from .cache import BuildCache, common_prefix
 from .plan import Decision, PlannedMessage
 
 __all__ = ["structure"]
@@ -59,36 +59,49 @@ def _marked(pm: PlannedMessage, cache: BuildCache | None, *, joins: bool = False
 def structure(planned: Sequence[PlannedMessage], wire: str,
               cache: BuildCache | None = None) -> tuple[list[PlannedMessage], bool]:
     """(planned messages with their structure marks, whether a placeholder user turn ends the
-    request) for ``wire``."""
-    out = list(planned)
+    request) for ``wire``. With a ``cache``, the previous request's marks are reused up to the
+    first planned message that changed (a mark depends only on the messages before it)."""
     why = _WHY_ALTERNATE.get(wire)
     if why is None:
-        return out, False
-    prev: str | None = None  # side of the last turn opened so far
-    last = -1  # position of the last non-system message (Bedrock)
-    for i, pm in enumerate(out):
-        if pm.role == "system":
-            continue
-        side = _side(pm)
-        if wire == "bedrock":
-            last = i
-            if side == prev == "user":
-                out[i] = _marked(pm, cache, joins=True, decisions=(
-                    Decision(None, "merge", (), f"joins the previous user turn: {why}"),))
-            elif side == "assistant" and prev in (None, "assistant"):
-                where = "the conversation would start with the model" if prev is None else "two assistant turns in a row"
-                out[i] = _marked(pm, cache, placeholder=True, decisions=(
-                    Decision(None, "insert", ("before",), f"placeholder user turn first: {where}; {why}"),))
-            prev = side
-            continue
-        if _renders_nothing(pm, wire):
-            continue
-        if side == prev:
-            out[i] = _marked(pm, cache, joins=True, decisions=(
-                Decision(None, "merge", (), f"joins the previous {'model' if wire == 'gemini' and side == 'assistant' else side} turn: {why}"),))
-        prev = side
+        return planned if isinstance(planned, list) else list(planned), False
+    out: list[PlannedMessage] = []
+    state: list[tuple[str | None, int]] = []  # (side of the last turn opened, last non-system) before each
+    prev: str | None = None
+    last = -1
+    if cache is not None and cache.last_structure is not None and cache.last_structure[0] == wire:
+        _, prev_in, prev_out, prev_state = cache.last_structure
+        k = common_prefix(prev_in, planned)
+        if k:
+            out, state = prev_out[:k], prev_state[:k]
+            prev, last = prev_state[k - 1]
+    for i in range(len(out), len(planned)):
+        pm = planned[i]
+        if pm.role != "system":
+            side = _side(pm)
+            if wire == "bedrock":
+                last = i
+                if side == prev == "user":
+                    pm = _marked(pm, cache, joins=True, decisions=(
+                        Decision(None, "merge", (), f"joins the previous user turn: {why}"),))
+                elif side == "assistant" and prev in (None, "assistant"):
+                    where = ("the conversation would start with the model" if prev is None
+                             else "two assistant turns in a row")
+                    pm = _marked(pm, cache, placeholder=True, decisions=(
+                        Decision(None, "insert", ("before",), f"placeholder user turn first: {where}; {why}"),))
+                prev = side
+            elif not _renders_nothing(pm, wire):
+                if side == prev:
+                    said = "model" if wire == "gemini" and side == "assistant" else side
+                    pm = _marked(pm, cache, joins=True, decisions=(
+                        Decision(None, "merge", (), f"joins the previous {said} turn: {why}"),))
+                prev = side
+        out.append(pm)
+        state.append((prev, last))
+    if cache is not None:
+        cache.last_structure = (wire, list(planned), out, state)
     if wire != "bedrock" or (last >= 0 and _side(out[last]) == "user"):
-        return out, False
+        return list(out), False
+    out = list(out)  # the closing mark belongs to this request only: never into the reused prefix
     if last >= 0:  # the closing placeholder is told on the message it follows
         pm = out[last]
         closing = Decision(None, "insert", ("after",),
