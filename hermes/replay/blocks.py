@@ -48,11 +48,11 @@ def plan_blocks(index: int, m: Message, target: Resolved, learned: Learned, in_l
         else:
             decisions.append(Decision(i, "drop", (), (refusal if p.blob is not None else None)
                                       or f"{route.key} takes only signed reasoning"))
-    if not any(isinstance(x, (Text, ToolCall)) and (not isinstance(x, Text) or x.text) for x in parts):
-        kept = [d for d in decisions if d.action in ("native", "text")]
-        if kept:
-            parts = [x for x in parts if not isinstance(x, Reasoning)]
-            decisions = [d if d.action not in ("native", "text") else
-                         Decision(d.part, "drop", (), "reasoning-only assistant turn would be read as prefill")
-                         for d in decisions]
+    kept = any(d.action in ("native", "text") for d in decisions) if decisions else False
+    if kept and not any(isinstance(x, (Text, ToolCall)) and (not isinstance(x, Text) or x.text) for x in parts):
+        # the reasoning-only rule: a turn of kept reasoning and nothing else
+        parts = [x for x in parts if not isinstance(x, Reasoning)]
+        decisions = [d if d.action not in ("native", "text") else
+                     Decision(d.part, "drop", (), "reasoning-only assistant turn would be read as prefill")
+                     for d in decisions]
     return PlannedMessage(index, m.role, tuple(parts), decisions=tuple(decisions))

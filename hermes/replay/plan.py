@@ -80,9 +80,9 @@ class PlannedMessage:
     thought_signature: str | None = None
     """The signature that goes with the message's text (the wire knows where it goes)."""
     decisions: tuple[Decision, ...] = ()
-    joins: bool = False
+    joins: bool = field(default=False, kw_only=True)
     """Structure: this message joins the previous wire turn (same side, alternation required)."""
-    placeholder: bool = False
+    placeholder: bool = field(default=False, kw_only=True)
     """Structure: a placeholder user turn goes before this message (alternation required)."""
 
 
@@ -94,5 +94,5 @@ class ReplayPlan:
     """Top-level body fields from the row: keep-thinking switches and effort."""
     thinking: bool
     notes: tuple[str, ...] = ()
-    placeholder_after: bool = False
+    placeholder_after: bool = field(default=False, kw_only=True)
     """Structure: a placeholder user turn ends the conversation (it must not end on the model)."""

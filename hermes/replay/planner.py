@@ -94,7 +94,7 @@ def plan_replay(
         planned = [_without_reasoning(p) for p in planned]
     planned, placeholder_after = structure(planned, route.wire, cache)
     return ReplayPlan(target, tuple(planned), _request_fields(target, settings, thinking), thinking, tuple(notes),
-                      placeholder_after)
+                      placeholder_after=placeholder_after)
 
 
 def _part_ids(parts: Sequence[Part]) -> list[str]:

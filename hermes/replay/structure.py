@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..messages import Compaction, Text
 from .cache import BuildCache, common_prefix
 from .plan import Decision, PlannedMessage
 
@@ -41,10 +40,14 @@ def _side(pm: PlannedMessage) -> str:
 def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
     """True when the wire has no block for any part (empty text; on Anthropic also an empty
     summary), so the message opens no turn and does not break a run of the other side."""
-    if wire == "anthropic":
-        return all((isinstance(p, Text) and not p.text) or (isinstance(p, Compaction) and not p.summary)
-                   for p in pm.parts)
-    return all(isinstance(p, Text) and not p.text for p in pm.parts)
+    for p in pm.parts:  # ``kind`` compares cheaper than isinstance; most messages stop at once
+        k = p.kind
+        if k == "text":
+            if p.text:  # type: ignore[union-attr]
+                return False
+        elif k != "compaction" or wire != "anthropic" or p.summary:  # type: ignore[union-attr]
+            return False
+    return True
 
 
 def _marked(pm: PlannedMessage, cache: BuildCache | None, *, joins: bool = False, placeholder: bool = False,
