@@ -42,6 +42,10 @@ def _short(s: str) -> str:
     return hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest()[:10]
 
 
+_STRUCTURE = ("merge", "insert")
+"""Turn-structure decisions: about the request's shape, not about any reasoning carrier."""
+
+
 def plan_summary(plan: Any) -> dict[str, Any]:
     """Which reasoning fields a request carried: names, counts, lengths, blob hashes."""
     fields: dict[str, dict[str, Any]] = {}
@@ -60,7 +64,7 @@ def plan_summary(plan: Any) -> dict[str, Any]:
     for m in plan.messages:
         if m.role == "assistant":
             kind = tuple((d.action, ",".join(d.fields), reasons.setdefault(d.reason, len(reasons)))
-                         for d in m.decisions)
+                         for d in m.decisions if d.action not in _STRUCTURE)
             k = kinds.setdefault(kind, len(kinds))
             if turns and turns[-1][2] == k:
                 turns[-1][1] = m.index
