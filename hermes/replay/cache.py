@@ -66,11 +66,25 @@ class BuildCache:
 
 def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
     """How many leading items of ``a`` and ``b`` are the same objects (or equal values, which
-    plan and render identically at the same position)."""
+    plan and render identically at the same position). A shorter answer is always safe: it
+    only means less is reused."""
     n = min(len(a), len(b))
     if n and a[n - 1] is b[n - 1] and list(a[:n]) == list(b[:n]):
         return n  # the usual case, a grown history: one identity-first comparison in C
-    i = 0
+    # The open tool loop is planned again on every request, so the shared prefix usually ends
+    # a few items short of ``n``: find where identity stops by bisection, then confirm the
+    # prefix with one comparison in C rather than a Python loop over thousands of items.
+    lo, hi = 0, n  # a[:lo] assumed shared; a[hi - 1] is not b[hi - 1] (or hi == n)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[mid - 1] is b[mid - 1]:
+            lo = mid
+        else:
+            hi = mid
+    if lo and list(a[:lo]) == list(b[:lo]):
+        i = lo
+    else:
+        i = 0
     while i < n and a[i] is b[i]:
         i += 1
     return i
