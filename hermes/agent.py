@@ -145,7 +145,7 @@ class Agent:
                           stream=self.stream, api_key=self.api_key, transport=self.transport, on_delta=on_delta,
                           cache=self.cache)
         except ProviderHTTPError as e:
-            plan = getattr(e, "plan", None)  # what the rejected request carried, for the request matrix
+            plan = e.attempt.plan if e.attempt is not None else None  # what it carried, for the request matrix
             carried = {k: v for k, v in plan_summary(plan).items() if k in ("window", "turns", "kinds", "reasons")} if plan else {}
             log_event("request_failed", session=session_id, route=resolved.route.key, host=resolved.host,
                       model=resolved.model, status=e.status, error=str(e)[:300], step=step,

@@ -8,7 +8,7 @@
     ├── HistoryError           a history record that is not in the documented JSON form
     ├── UnsupportedPart        a part a wire cannot carry (never skipped silently)
     ├── ProviderError
-    │   ├── ProviderHTTPError(status, body, route)
+    │   ├── ProviderHTTPError(status, body, route, attempt)
     │   │   ├── RateLimited
     │   │   └── AuthFailed
     │   ├── ProviderConnectionError
@@ -22,7 +22,10 @@ through :func:`redact` first.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .attempt import Attempt
 
 __all__ = [
     "AuthFailed",
@@ -110,7 +113,11 @@ class StreamError(ProviderError):
 
 
 class ProviderHTTPError(ProviderError):
-    """The provider answered with an error status."""
+    """The provider answered with an error status.
+
+    ``attempt`` is what the refused request carried back (``hermes.attempt``): the transport
+    raises without it, ``provider.complete`` (and the proxy) add it, and rejection learning
+    classifies the error against it alone."""
 
     def __init__(
         self,
@@ -121,12 +128,14 @@ class ProviderHTTPError(ProviderError):
         route: str = "",
         headers: dict[str, str] | None = None,
         hint: str = "",
+        attempt: Attempt | None = None,
     ) -> None:
         super().__init__(message, hint=hint)
         self.status = status
         self.body = redact(body)
         self.route = route
         self.headers = dict(headers or {})
+        self.attempt = attempt
 
     def json(self) -> Any:
         """The error body as JSON, or None when it is not JSON."""

@@ -148,8 +148,7 @@ def complete(
     try:
         _send(wire, resolved, body, stream=stream, key=key, transport=transport, feed=feed)
     except ProviderHTTPError as e:
-        e.sent_body = body  # type: ignore[attr-defined]  # for rejections.classify
-        e.plan = plan  # type: ignore[attr-defined]
+        e.attempt = wire.attempt(plan, body)  # what was refused, for rejections.classify
         raise
     return Exchange(plan, body, acc.result())
 

@@ -8,6 +8,7 @@ for signature rejections, that the replay planner really stops sending the suppr
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from hermes.attempt import Attempt
 from hermes.errors import ProviderHTTPError
 from hermes.messages import Message, NativeRecord, Reasoning, Text, ToolCall, ToolResult
-from hermes.rejections import RetryState, _carried_blobs, classify, learned_for, recover
+from hermes.rejections import RetryState, classify, learned_for, recover
 from hermes.replay import Learned, blob_hash, plan_replay
 from hermes.resolve import Resolved, resolve
 from hermes.store import Store
+from hermes.wire import get_wire, openai_chat
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "rejections").glob("*.json"))
 CASES = [json.loads(p.read_text()) for p in FIXTURES]
@@ -52,6 +55,32 @@ def sent_body(case: Mapping[str, Any]) -> dict[str, Any]:
     return {"model": case["model"], "messages": messages, **case["sent"]["top"]}
 
 
+def chat_attempt(case: Mapping[str, Any], target: Resolved) -> Attempt:
+    """The chat wire's attempt record of the case's request shape."""
+    return openai_chat.attempt(plan_replay([], target), sent_body(case))
+
+
+def rendered(history: list[Message], target: Resolved, learned: Learned = Learned()) -> tuple[dict[str, Any], Attempt]:
+    """(body, attempt) as the target's wire renders the planned history."""
+    wire = get_wire(target.route.wire)
+    plan = plan_replay(history, target, learned)
+    body = wire.to_wire(plan)
+    return body, wire.attempt(plan, body)
+
+
+def strings(obj: Any) -> set[str]:
+    """Every string value anywhere in a request body (bytes as the base64 they were stored as)."""
+    if isinstance(obj, str):
+        return {obj}
+    if isinstance(obj, bytes):
+        return {base64.b64encode(obj).decode()}
+    if isinstance(obj, Mapping):
+        return set().union(*(strings(v) for v in obj.values())) if obj else set()
+    if isinstance(obj, list):
+        return set().union(*(strings(v) for v in obj)) if obj else set()
+    return set()
+
+
 def signed_history(case: Mapping[str, Any], target: Resolved) -> list[Message]:
     """A stored open tool loop whose assistant turn holds one blob per listed kind, minted by
     ``target`` itself (so the planner would send every one of them)."""
@@ -66,24 +95,30 @@ def signed_history(case: Mapping[str, Any], target: Resolved) -> list[Message]:
         elif kind == "openrouter.details":
             blob = json.dumps([{"type": "reasoning.text", "text": "why", "signature": f"Es{n}", "format": "anthropic-claude-v1"}])
             parts.append(Reasoning("why", origin, blob=blob, blob_kind=kind))
+        elif kind == "anthropic.redacted":  # stored as the base64 the providers send
+            parts.append(Reasoning("", origin, blob=base64.b64encode(f"{kind}-{n}".encode()).decode(), blob_kind=kind))
         else:
-            parts.append(Reasoning("why" if kind != "anthropic.redacted" else "", origin, blob=f"{kind}-{n}", blob_kind=kind))
+            parts.append(Reasoning("why", origin, blob=f"{kind}-{n}", blob_kind=kind, item_id=f"rs_{n}"))
     parts += [Text("let me look"), ToolCall("c1", "read_file", '{"path": "a"}')]
     return [Message.user("read a"), Message("assistant", tuple(parts)),
             Message("tool", (ToolResult("c1", "contents", "read_file"),))]
 
 
-def expected_hashes(history: list[Message], kinds: list[str]) -> set[str]:
+def expected_hashes(history: list[Message], kinds: list[str], body: Mapping[str, Any]) -> set[str]:
+    """Hashes of the stored blobs of ``kinds`` that went out in ``body`` (a private record's
+    values each as placed; ``reasoning_details`` merged into one list, so by stored blob)."""
+    sent = strings(body)
     out: set[str] = set()
     for m in history:
         for p in m.parts:
             if not isinstance(p, Reasoning):
                 continue
-            if p.blob and p.blob_kind in kinds:
+            if p.blob and p.blob_kind in kinds and (p.blob in sent or p.blob_kind == "openrouter.details"):
                 out.add(blob_hash(p.blob))
             if p.native and "native" in kinds:
                 n = p.native
-                out |= {blob_hash(v) for v in (n.thought_signature, n.reasoning_opaque, *(s for _, s in n.tool_signatures)) if v}
+                out |= {blob_hash(v) for v in (n.thought_signature, n.reasoning_opaque, *(s for _, s in n.tool_signatures))
+                        if v and v in sent}
     return out
 
 
@@ -99,26 +134,27 @@ def test_corpus_case(case: dict[str, Any]) -> None:
     target = _target(case)
     if "blobs" in case:
         history = signed_history(case, target)
-        plan = plan_replay(history, target)
-        lesson = classify(case["status"], case["body"], {}, target, plan, history=history)
-        want = expected_hashes(history, case["expect"]["suppressed_kinds"])
+        body, attempt = rendered(history, target)
+        lesson = classify(case["status"], case["body"], attempt)
+        want = expected_hashes(history, case["expect"]["suppressed_kinds"], body)
         assert not lesson.dropped
         assert set(lesson.suppressed) == want, "false or missed suppression"
         if want:
             # the planner honours it: none of those blobs is sent again, whatever their kind
-            again = plan_replay(history, target, Learned(suppressed=lesson.suppressed))
-            assert not set(_carried_blobs(again, history)) & want
-            assert not classify(case["status"], case["body"], {}, target, plan, history=history,
-                                already=Learned(suppressed=lesson.suppressed))
+            known = Learned(suppressed=lesson.suppressed)
+            again_body, again = rendered(history, target, known)
+            assert not set(again.blobs()) & want
+            assert not {blob_hash(v) for v in strings(again_body)} & want
+            assert not classify(case["status"], case["body"], again), "nothing left to suppress"
+            assert not lesson.without(known), "the same lesson must never be taught twice"
         return
-    body = sent_body(case)
-    lesson = classify(case["status"], case["body"], body, target)
+    attempt = chat_attempt(case, target)
+    lesson = classify(case["status"], case["body"], attempt)
     assert not lesson.suppressed
     assert sorted(lesson.dropped) == case["expect"]["dropped"], "false or missed learning"
     assert lesson.echo == case["expect"].get("echo", False), "a must-echo refusal teaches padding, nothing else"
     if lesson:
-        assert not classify(case["status"], case["body"], body, target,
-                            already=Learned(dropped=lesson.dropped, echo=lesson.echo)), \
+        assert not lesson.without(Learned(dropped=lesson.dropped, echo=lesson.echo)), \
             "the same lesson must never be taught twice"
 
 
@@ -129,8 +165,8 @@ def test_recover_retries_at_most_once(case: dict[str, Any], tmp_path: Path) -> N
     target = _target(case)
     with Store(tmp_path / "state.db") as store:
         sid = store.create_session(provider=target.route.key, model=target.model)
-        err = ProviderHTTPError("rejected", status=case["status"], body=case["body"], route=target.route.key)
-        err.sent_body = sent_body(case)  # type: ignore[attr-defined]
+        err = ProviderHTTPError("rejected", status=case["status"], body=case["body"], route=target.route.key,
+                                attempt=chat_attempt(case, target))
         retry = RetryState()
         first = recover(store, sid, target, err, retry)
         assert (first is not None) == bool(case["expect"]["dropped"] or case["expect"].get("echo"))

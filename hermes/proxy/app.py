@@ -24,7 +24,6 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -38,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
-from ..errors import HermesError, redact
+from ..errors import HermesError, ProviderHTTPError, redact
 from ..gateway.http import ApiError, openai_error_response, read_body
 from ..logs import log_event
 from ..messages import Message
@@ -47,6 +46,7 @@ from ..replay import Learned
 from ..resolve import Resolved, resolve
 from ..routes import ROUTES
 from ..routes import Route as Row
+from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
 from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
@@ -142,9 +142,10 @@ class Proxy:
             err = await resp.aread()
             await resp.aclose()
             sent = rw.body if rw.body is not None else body
-            problem = SimpleNamespace(status=resp.status_code, body=err.decode("utf-8", "replace"), sent_body=sent,
-                                      plan=rw.plan)
-            if recover(self.ledger, None, target, problem, retry, history=rw.history):
+            problem = ProviderHTTPError("upstream refused the request", status=resp.status_code,
+                                        body=err.decode("utf-8", "replace"), route=target.route.key,
+                                        attempt=chat_attempt(rw.plan, sent))
+            if recover(self.ledger, None, target, problem, retry):
                 self._learned.clear()
                 target, tenant, rw = prepare(body, row, upstream, headers, self, self.ledger, self.options)
                 resp = await self.send(url, headers, rw, raw)

@@ -73,7 +73,7 @@ class Rewrite:
     body: dict[str, Any] | None
     """The body to send; None when nothing changed (the client's bytes go as they are)."""
     history: list[Message]
-    """The neutral history the plan was made from (rejection learning fingerprints it)."""
+    """The neutral history the plan was made from."""
     plan: ReplayPlan | None
     actions: tuple[MessageAction, ...] = ()
     switches: tuple[str, ...] = ()

@@ -50,6 +50,7 @@ def plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_loo
         decisions.append(Decision(None, "pad", ("reasoning_content",), f"{route.key} must echo: placeholder {PAD!r}"))
 
     details: list[Any] = []
+    blobs: list[tuple[str, str, str]] = []
     tool_sigs: dict[str, str] = {}
     native_fields: dict[str, Any] = {}
     thought_sig: str | None = None
@@ -60,6 +61,7 @@ def plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_loo
             refusal = blob_allowed(p, target, learned)
             if refusal is None:
                 details.extend(orjson.loads(p.blob or "[]"))
+                blobs.append(("reasoning_details", DETAILS, p.blob or ""))
                 sent.append("reasoning_details")
             else:
                 why.append(refusal)
@@ -87,7 +89,8 @@ def plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_loo
         tool_sigs[calls[0].id] = GEMINI_SKIP_SIGNATURE
         decisions.append(Decision(None, "pad", ("thought_signature",),
                                   "call has no signature of its own: documented validator skip"))
-    return PlannedMessage(index, m.role, others, fields, tool_sigs, thought_sig, tuple(decisions))
+    return PlannedMessage(index, m.role, others, fields, tool_sigs, thought_sig, tuple(decisions),
+                          blobs=tuple(blobs))
 
 
 def _lift_native(p: Reasoning, owned: Sequence[str], out: dict[str, Any], tool_sigs: dict[str, str]) -> str | None:

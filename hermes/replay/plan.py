@@ -89,6 +89,10 @@ class PlannedMessage:
     """Structure: this message joins the previous wire turn (same side, alternation required)."""
     placeholder: bool = field(default=False, kw_only=True)
     """Structure: a placeholder user turn goes before this message (alternation required)."""
+    blobs: tuple[tuple[str, str, str], ...] = field(default=(), kw_only=True)
+    """(field, blob kind, stored blob) of signed blobs merged into ``fields`` (chat routes'
+    ``reasoning_details``), for the attempt record a rejection is judged against (hashed only
+    there, when a request fails)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ each module against the protocol in ``provider``) and does no I/O:
   the very deltas its stream would, so both fold to the same stored turn.
 * ``endpoint(resolved, *, stream) -> (url, headers)`` — where the request goes; extra headers
   come from the route row, auth from ``keys``.
+* ``attempt(plan, body) -> Attempt`` — what the rendered body carried back (field, message
+  position, blob hash), the record a rejection is classified against (``hermes.attempt``).
 
 ``UnsupportedPart`` is raised for a part a wire cannot carry; nothing is skipped silently.
 """
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
+    from ..attempt import Attempt
     from ..replay import ReplayPlan, Settings
     from ..resolve import Resolved
     from ..stream import Delta
@@ -64,6 +67,8 @@ class Wire(Protocol):
     def decoder(self, resolved: Resolved) -> Decoder: ...
 
     def endpoint(self, resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]: ...
+
+    def attempt(self, plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt: ...
 
 
 def get_wire(name: str) -> Wire:

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 import orjson
 
+from ..attempt import Attempt, Carried, blocks, build, signed
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
 from ..models import Profile
@@ -52,7 +53,7 @@ __all__ = [
     "SIGNATURE",
     "VERTEX_VERSION",
     "StreamDecoder",
-    "decode_event",
+    "attempt", "decode_event",
     "decoder",
     "endpoint",
     "from_wire",
@@ -390,3 +391,23 @@ def decode_event(event: str, data: str) -> list[Delta]:
     ``signature_delta`` whose block is not a thinking block; use that for whole streams.
     """
     return StreamDecoder(track=False)(event, data)
+
+
+# ----------------------------------------------------------------------------- attempt
+
+
+def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
+    """What ``body`` carried back: thinking blocks (signed ones by hash), redacted blocks,
+    and the assistant messages holding ``tool_use`` (see ``hermes.attempt``)."""
+    carried: list[Carried] = []
+    turns: list[int] = []
+    for i, k, b in blocks(body, "messages", "content"):
+        kind = b.get("type")
+        if kind == "thinking":
+            h, sk = signed(b.get("signature"), SIGNATURE)
+            carried.append(Carried(i, f"content.{k}.{'signature' if h else 'thinking'}", h, sk))
+        elif kind == "redacted_thinking":
+            carried.append(Carried(i, f"content.{k}.data", *signed(b.get("data"), REDACTED)))
+        elif kind == "tool_use":
+            turns.append(i)
+    return build("anthropic", plan, body, carried, turns)

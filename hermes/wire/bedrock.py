@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 import orjson
 
+from ..attempt import Attempt, Carried, blocks, build, signed
 from ..errors import (
     StreamError,
     UnsupportedPart,
@@ -43,7 +44,7 @@ from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from . import FunctionDecoder, ToolSpec
 
-__all__ = ["EMPTY", "PLACEHOLDER_USER", "decode_event", "decoder", "endpoint", "from_wire", "thinking_fields",
+__all__ = ["EMPTY", "PLACEHOLDER_USER", "attempt", "decode_event", "decoder", "endpoint", "from_wire", "thinking_fields",
            "to_wire"]
 
 EMPTY = "(empty)"
@@ -372,3 +373,29 @@ def _malformed(route: str) -> Iterator[None]:
                           "nothing was stored") from None
 
 
+
+
+# ----------------------------------------------------------------------------- attempt
+
+
+def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
+    """What the Converse arguments carried back: reasoning blocks (a signature or the redacted
+    bytes by the hash of their stored base64 form) and the turns holding ``toolUse``."""
+    carried: list[Carried] = []
+    turns: list[int] = []
+    for i, k, b in blocks(body, "messages", "content"):
+        if "toolUse" in b:
+            turns.append(i)
+        rc = b.get("reasoningContent")
+        if not isinstance(rc, Mapping):
+            continue
+        at = f"content.{k}.reasoningContent"
+        if "redactedContent" in rc:
+            data = rc["redactedContent"]
+            stored = base64.b64encode(data).decode() if isinstance(data, bytes) else data
+            carried.append(Carried(i, f"{at}.redactedContent", *signed(stored, REDACTED)))
+        rt = rc.get("reasoningText")
+        if isinstance(rt, Mapping):
+            h, kind = signed(rt.get("signature"), SIGNATURE)
+            carried.append(Carried(i, f"{at}.reasoningText.{'signature' if h else 'text'}", h, kind))
+    return build("bedrock", plan, body, carried, turns)

@@ -28,10 +28,11 @@ from typing import Any
 
 import orjson
 
+from ..attempt import Attempt, Carried, blocks, build, signed
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
 from ..models import Profile
-from ..replay import PlannedMessage, ReplayPlan, Settings
+from ..replay import GEMINI_SKIP_SIGNATURE, PlannedMessage, ReplayPlan, Settings
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import (
@@ -45,7 +46,7 @@ from ..stream import (
 )
 from . import FunctionDecoder, ToolSpec
 
-__all__ = ["BLOCKED_REASONS", "decode_event", "decoder", "endpoint", "from_wire", "thinking_config", "to_wire"]
+__all__ = ["BLOCKED_REASONS", "attempt", "decode_event", "decoder", "endpoint", "from_wire", "thinking_config", "to_wire"]
 
 BLOCKED_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
                              "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "LANGUAGE",
@@ -329,3 +330,20 @@ _DECODER = FunctionDecoder(decode_event, from_wire)
 def decoder(resolved: Resolved) -> FunctionDecoder:
     """Gemini's events are whole responses: one stateless decoder serves every request."""
     return _DECODER
+
+
+# ----------------------------------------------------------------------------- attempt
+
+
+def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
+    """What ``contents`` carried back: each ``thoughtSignature`` (the documented validator
+    skip is a placeholder, not a signed value) and the model turns holding a ``functionCall``."""
+    carried: list[Carried] = []
+    turns: list[int] = []
+    for i, k, part in blocks(body, "contents", "parts"):
+        if "functionCall" in part:
+            turns.append(i)
+        if "thoughtSignature" in part:
+            sig = part["thoughtSignature"]
+            carried.append(Carried(i, f"parts.{k}.thoughtSignature", *signed(sig, "native", skip=GEMINI_SKIP_SIGNATURE)))
+    return build("gemini", plan, body, carried, turns)

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from ..attempt import Attempt, Carried, build, signed
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
 from ..replay import ReplayPlan, Settings
@@ -33,7 +34,7 @@ from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from . import FunctionDecoder, ToolSpec
 
-__all__ = ["BLOB_KIND", "SEPARATOR", "SUMMARY_PARTS", "decode_event", "decoder", "endpoint", "from_wire", "to_wire"]
+__all__ = ["BLOB_KIND", "SEPARATOR", "SUMMARY_PARTS", "attempt", "decode_event", "decoder", "endpoint", "from_wire", "to_wire"]
 
 BLOB_KIND = "openai.encrypted"
 SEPARATOR = "\n\n"
@@ -347,3 +348,22 @@ _DECODER = FunctionDecoder(decode_event, from_wire)
 def decoder(resolved: Resolved) -> FunctionDecoder:
     """Every streamed delta is keyed by its item id: one stateless decoder serves every request."""
     return _DECODER
+
+
+# ----------------------------------------------------------------------------- attempt
+
+
+def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
+    """What ``input`` carried back: reasoning items (their encrypted content by hash) and the
+    ``function_call`` items; positions are input item positions."""
+    carried: list[Carried] = []
+    turns: list[int] = []
+    for i, item in enumerate(body.get("input") or ()):
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "function_call":
+            turns.append(i)
+        elif item.get("type") == "reasoning":
+            h, kind = signed(item.get("encrypted_content"), BLOB_KIND)
+            carried.append(Carried(i, "encrypted_content" if h else "summary", h, kind))
+    return build("openai_responses", plan, body, carried, turns)
