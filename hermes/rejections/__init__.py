@@ -3,8 +3,8 @@
 The path runs forward: the wire records what a request carried back (``hermes.attempt``),
 ``provider.complete`` raises a ``ProviderHTTPError`` carrying that attempt, and
 
-* ``mentions`` — the vocabulary: which carrier an error body names, and how (pure);
-* ``classify`` — what an error teaches, a pure function of (error, attempt);
+* ``vocabulary`` — ``mentions``: which carrier an error body names, and how (pure);
+* ``classifier`` — ``classify``, what an error teaches, a pure function of (error, attempt);
 * ``ledger`` — the edge: ``learned_for`` reads lessons, ``recover`` learns and allows one
   retry, ``remember`` / ``forget`` write them.
 
@@ -13,9 +13,9 @@ See docs/rejections.md.
 
 from __future__ import annotations
 
-from .classify import Lesson, classify
+from .classifier import Lesson, classify
 from .ledger import SESSION_KEY, RetryState, forget, learned_for, recover, remember, route_id
-from .mentions import CARRIERS, Mention, is_signature_rejection, mentions
+from .vocabulary import CARRIERS, Mention, is_signature_rejection, mentions
 
 __all__ = [
     "CARRIERS",

@@ -1,7 +1,7 @@
 """Rejection memory at the edge: read what a route taught, learn from a refusal, forget.
 
 ``recover`` is the one side-effecting step of the rejection path: it classifies the error
-against the attempt it carries (pure, ``classify``), keeps only what the store does not know
+against the attempt it carries (pure, ``classifier.classify``), keeps only what the store does not know
 yet, persists it (``remember``), logs it and allows exactly one retry. Lessons live per
 (provider, host, model) in the session's ``model_config`` and in the global capability
 ledger; stored history is never modified. See docs/rejections.md.
@@ -17,8 +17,8 @@ from typing import Any
 from ..errors import ProviderHTTPError
 from ..replay import Learned
 from ..resolve import Resolved
-from .classify import Lesson, classify
-from .mentions import CARRIERS
+from .classifier import Lesson, classify
+from .vocabulary import CARRIERS
 
 __all__ = ["SESSION_KEY", "RetryState", "forget", "learned_for", "recover", "remember", "route_id"]
 

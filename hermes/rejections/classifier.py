@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..attempt import Attempt
-from .mentions import CARRIERS, asks_echo, is_shape_status, is_signature_rejection, mentions
+from .vocabulary import CARRIERS, asks_echo, is_shape_status, is_signature_rejection, mentions
 
 if TYPE_CHECKING:
     from ..replay import Learned
