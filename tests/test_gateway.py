@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,10 +57,12 @@ def _env(home: Path) -> dict[str, str]:
             "AWS_CONFIG_FILE": str(home / "aws-config"), "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-creds")}
 
 
-def start_process(home: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str, Path]:
-    """`python -m hermes gateway --port 0`; returns (process, base URL, stderr file)."""
+def start_process(home: Path, *args: str, env: dict[str, str] | None = None,
+                  launcher: Sequence[str] = ("-m", "hermes")) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """`python -m hermes gateway --port 0` (or ``python LAUNCHER... gateway``, e.g. the
+    commit-delay fault seam); returns (process, base URL, stderr file)."""
     err = home / f"gateway-{time.monotonic_ns()}.err"
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", *args],
+    proc = subprocess.Popen([sys.executable, *launcher, "gateway", "--port", "0", *args],
                             env={**_env(home), **(env or {})}, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     return proc, listening(proc, err, "gateway"), err
 

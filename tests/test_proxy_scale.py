@@ -44,6 +44,8 @@ pytestmark = pytest.mark.slow
 
 ROUTE, MODEL = "deepseek", "deepseek-v4-pro"
 
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
 
 def _env(home: Path, url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The worker's environment: no provider keys; ``url`` "" = the store is ``state.db``."""
@@ -51,12 +53,15 @@ def _env(home: Path, url: str, extra: dict[str, str] | None = None) -> dict[str,
     return {**env, "HERMES_HOME": str(home), **({"HERMES_DATABASE_URL": url} if url else {}), **(extra or {})}
 
 
-def spawn_proxy(home: Path, url: str, *args: str, env: dict[str, str] | None = None
+def spawn_proxy(home: Path, url: str, *args: str, env: dict[str, str] | None = None, commit_delay: float = 0.0
                 ) -> tuple[subprocess.Popen[bytes], Path]:
-    """`python -m hermes proxy --port 0 ARGS`, started; (process, its stderr file)."""
+    """`python -m hermes proxy --port 0 ARGS`, started; (process, its stderr file). With
+    ``commit_delay`` it starts through bench/commit_delay.py, which holds every recording's
+    transaction open that long before COMMIT (the fault seam for kill -9 mid-write)."""
     home.mkdir(parents=True, exist_ok=True)
     err = home / f"proxy-{time.monotonic_ns()}.err"
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "proxy", "--port", "0", *args],
+    launcher = [str(BENCH / "commit_delay.py"), str(commit_delay)] if commit_delay else ["-m", "hermes"]
+    proc = subprocess.Popen([sys.executable, *launcher, "proxy", "--port", "0", *args],
                             env=_env(home, url, env), stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     return proc, err
 
@@ -70,13 +75,16 @@ def proxy_root(proc: subprocess.Popen[bytes], err: Path) -> str:
 class Fleet(PgFleet):
     roots: list[str] = field(default_factory=list)
 
-    def spawn(self, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Path]:
-        proc, err = spawn_proxy(self.home, self.url, "--upstream", f"{ROUTE}={self.emu.url(ROUTE)}", *args, env=env)
+    def spawn(self, *args: str, env: dict[str, str] | None = None,
+              commit_delay: float = 0.0) -> tuple[subprocess.Popen[bytes], Path]:
+        proc, err = spawn_proxy(self.home, self.url, "--upstream", f"{ROUTE}={self.emu.url(ROUTE)}", *args, env=env,
+                                commit_delay=commit_delay)
         self.procs.append(proc)
         return proc, err
 
-    def start(self, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-        proc, err = self.spawn(*args, env=env)
+    def start(self, *args: str, env: dict[str, str] | None = None,
+              commit_delay: float = 0.0) -> tuple[subprocess.Popen[bytes], str]:
+        proc, err = self.spawn(*args, env=env, commit_delay=commit_delay)
         return proc, proxy_root(proc, err)
 
 
@@ -182,7 +190,7 @@ def test_eight_clients_through_three_proxy_processes_restore_every_turn(fleet: F
 
 
 def test_kill_9_mid_write_leaves_no_partial_entry_and_the_retry_works_elsewhere(fleet: Fleet) -> None:
-    doomed, doomed_root = fleet.start(env={"HERMES_TEST_COMMIT_DELAY": "60"})
+    doomed, doomed_root = fleet.start(commit_delay=60)
     key = "sk-killed-worker"
     c = Client("killed", key, [fleet.roots[0], fleet.roots[1], doomed_root])
     c.turn("killed turn 0: list the files", first_worker=0)  # workers 0 and 1 record it

@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -38,6 +39,8 @@ from test_gateway import _env, check_serialised, start_process
 from hermes.emulate import Emulator
 from hermes.store.pg import PgStore
 
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
 pytestmark = pytest.mark.slow
 
 ROUTE, MODEL = "openai-responses", "gpt-5"
@@ -47,9 +50,12 @@ ROUTE, MODEL = "openai-responses", "gpt-5"
 class Fleet(PgFleet):
     bases: list[str] = field(default_factory=list)
 
-    def start(self, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    def start(self, *args: str, commit_delay: float = 0.0) -> tuple[subprocess.Popen[bytes], str]:
+        """One gateway worker; ``commit_delay`` starts it through bench/commit_delay.py, which
+        holds every appended turn's transaction open that long before COMMIT."""
+        launcher = (str(BENCH / "commit_delay.py"), str(commit_delay)) if commit_delay else ("-m", "hermes")
         proc, base, _ = start_process(self.home, "--lock-wait", "60", "--allow-base-url", self.emu.root, *args,
-                                      env={"HERMES_DATABASE_URL": self.url, **(env or {})})
+                                      env={"HERMES_DATABASE_URL": self.url}, launcher=launcher)
         self.procs.append(proc)
         return proc, base
 
@@ -110,7 +116,7 @@ def test_eight_clients_on_shared_sessions_across_three_workers(fleet: Fleet) -> 
 
 
 def test_kill_9_mid_commit_leaves_no_partial_step_and_another_worker_continues(fleet: Fleet) -> None:
-    slow, slow_base = fleet.start("--lock-ttl", "2", env={"HERMES_TEST_COMMIT_DELAY": "60"})
+    slow, slow_base = fleet.start("--lock-ttl", "2", commit_delay=60)
     sid = fleet.create()
     with fleet.client(fleet.bases[0]) as c:
         assert c.post(f"/v1/sessions/{sid}/messages", json={"content": "c0 t0"}).status_code == 200

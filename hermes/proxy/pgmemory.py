@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import StoreError
 from ..messages import Message, dumps
-from ..store.pg import _NOW, PgStore, _test_commit_delay
+from ..store.pg import _NOW, PgStore
 from .memory import Bounds, Decoded
 
 __all__ = ["PgMemory"]
@@ -72,7 +72,6 @@ class PgMemory:
                             " SELECT key, SUM(size) OVER (ORDER BY created DESC, key) AS running"
                             " FROM proxy_memory WHERE tenant = %(t)s) AS r WHERE running > %(max)s)",
                             {"t": tenant, "max": self.bounds.max_bytes})
-            _test_commit_delay()  # tests/test_proxy_scale.py kills a worker here
         with self._lock:
             self._writes += 1
             due = self._writes % _PRUNE_EVERY == 1

@@ -21,7 +21,6 @@ with any password removed.
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -56,17 +55,6 @@ def display_url(url: str) -> str:
     netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
 
-
-
-def _test_commit_delay() -> None:
-    """Fault seam for tests/test_scale.py and tests/test_proxy_scale.py (kill -9 of a gateway or
-    proxy worker mid-commit): with ``HERMES_TEST_COMMIT_DELAY=S`` set, sleep S seconds inside
-    ``append_turn``'s (or the proxy memory's ``remember``) transaction.
-    The SQLite store has no such hook (bench/commit_delay.py wraps its ``_write`` instead), but
-    gateway workers are spawned by ``--workers``, where no launcher can wrap them."""
-    delay = os.environ.get("HERMES_TEST_COMMIT_DELAY")
-    if delay:
-        time.sleep(float(delay))
 
 class _Qmark:
     """A cursor that takes SQLite's ``?`` placeholders, so :mod:`hermes.store.ledger`'s
@@ -285,7 +273,6 @@ class PgStore(SharedMethods):
                                 (session_id, [first + r[0] for r in rows], [r[1] for r in rows],
                                  [r[2] for r in rows], texts, [r[4] for r in rows], [r[5] for r in rows]))
                 cur.execute("UPDATE sessions SET updated = %s WHERE id = %s", (now, session_id))
-            _test_commit_delay()
         return int(turn)
 
     def branch(self, session_id: str, *, upto_seq: int | None = None, title: str = "") -> str:
