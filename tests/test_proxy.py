@@ -192,6 +192,29 @@ def test_unknown_field_rejection_is_learned_and_retried_once(emulator: Any) -> N
     assert [r["retried"] for r in read_log() if r["event"] == "proxy"].count(True) == 1
 
 
+def test_a_signature_rejection_through_the_proxy_suppresses_that_blob_and_retries_once(emulator: Any) -> None:
+    """A client replays ``reasoning_details`` whose signature no longer verifies: the upstream's
+    wrapped 400 is judged against the attempt record of the body the proxy forwarded, the blob
+    is suppressed by hash and the request goes once more without it."""
+    model = "anthropic/claude-sonnet-4.5"
+    details = [{"type": "reasoning.text", "text": "I should list it.", "signature": "EsTAMPERED==",
+                "format": "anthropic-claude-v1", "index": 0}]
+    messages = [{"role": "user", "content": "list the files"},
+                {"role": "assistant", "content": None, "reasoning_details": details, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "list_files", "arguments": '{"path": "."}'}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": RESULT}]
+    with running_proxy(emulator) as px:
+        before = len(emulator.requests("openrouter"))
+        _client(px, "openrouter").chat.completions.create(model=model, messages=messages, tools=TOOLS)
+        sent = emulator.requests("openrouter")[before:]
+        caps = px.store.capabilities("openrouter", "127.0.0.1", model)
+    assert len(sent) == 2
+    assert _tool_turns(sent[0])[0]["reasoning_details"] == details
+    assert "reasoning_details" not in _tool_turns(sent[1])[0]
+    assert len(caps["suppressed_blobs"]) == 1 and "rejected_carriers" not in caps
+    assert [r["retried"] for r in read_log() if r["event"] == "proxy"] == [True]
+
+
 def test_a_complaint_about_a_missing_field_is_relayed_not_retried(emulator: Any) -> None:
     """DeepSeek's must-echo field is never dropped: a rejection naming it goes to the client."""
     emulator.state.set_control("deepseek", reject_fields=["reasoning_content"])
