@@ -66,7 +66,8 @@ def classify(status: int, body_text: str, attempt: Attempt) -> Lesson:
             carried = {h: k for h, k in carried.items() if k == _SIGNED}
         return Lesson(suppressed=frozenset(carried), evidence=_excerpt(body_text)) if carried else Lesson()
     if asks_echo(body_text):
-        if attempt.tool_turns and not attempt.must_echo:
+        # only chat messages carry reasoning_content, so only there can a pad answer it
+        if attempt.wire == "openai_chat" and attempt.tool_turns and not attempt.must_echo:
             return Lesson(echo=True, evidence=_excerpt(body_text))
         return Lesson()
     found, opposite = mentions(status, body_text)
