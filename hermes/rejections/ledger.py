@@ -12,13 +12,16 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderHTTPError
 from ..replay import Learned
 from ..resolve import Resolved
 from .classifier import Lesson, classify
 from .vocabulary import CARRIERS
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = ["SESSION_KEY", "RetryState", "forget", "learned_for", "recover", "remember", "route_id"]
 
@@ -41,7 +44,7 @@ def route_id(target: Resolved) -> str:
     return f"{target.route.key.strip().lower()}|{target.host.strip().lower()}|{target.model.strip()}"
 
 
-def learned_for(store: Any, session_id: str | None, target: Resolved) -> Learned:
+def learned_for(store: SessionStore, session_id: str | None, target: Resolved) -> Learned:
     """Session lessons plus the global ledger for (provider, host, model)."""
     dropped: set[str] = set()
     suppressed: set[str] = set()
@@ -60,7 +63,7 @@ def learned_for(store: Any, session_id: str | None, target: Resolved) -> Learned
     return Learned(frozenset(dropped), frozenset(suppressed), echo)
 
 
-def remember(store: Any, session_id: str | None, target: Resolved, lesson: Lesson, status: int) -> None:
+def remember(store: SessionStore, session_id: str | None, target: Resolved, lesson: Lesson, status: int) -> None:
     """Persist a lesson in the session's model_config and the capability ledger."""
     evidence = {"status": status, "error": lesson.evidence, "time": time.time(), "session": session_id}
     if session_id is not None:
@@ -80,7 +83,7 @@ def remember(store: Any, session_id: str | None, target: Resolved, lesson: Lesso
         store.learn(r, target.host, target.model, KIND_ECHO, True, evidence)
 
 
-def forget(store: Any, provider: str | None = None, host: str | None = None, model: str | None = None,
+def forget(store: SessionStore, provider: str | None = None, host: str | None = None, model: str | None = None,
            *, sessions: int = 100_000) -> tuple[int, int]:
     """Clear ledger entries and the matching session copies (``None`` matches anything).
 
@@ -102,7 +105,7 @@ def forget(store: Any, provider: str | None = None, host: str | None = None, mod
     return rows, cleared
 
 
-def recover(store: Any, session_id: str | None, target: Resolved, err: ProviderHTTPError,
+def recover(store: SessionStore, session_id: str | None, target: Resolved, err: ProviderHTTPError,
             retry: RetryState) -> str | None:
     """Learn from ``err`` and say so, or None when the error must be reported as it is.
 
