@@ -37,8 +37,8 @@ def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
             turns.append(i)
         carried += [Carried(i, k) for k in _TEXT_KEYS if k in m]
         if "reasoning_details" in m:
-            blobs = [Carried(i, "reasoning_details", h, kind)
-                     for f, kind, h in (pm.blobs if pm is not None else ()) if f == "reasoning_details"]
+            blobs = [Carried(i, "reasoning_details", *signed(blob, kind))
+                     for f, kind, blob in (pm.blobs if pm is not None else ()) if f == "reasoning_details"]
             carried += blobs or [Carried(i, "reasoning_details")]
         if "reasoning_opaque" in m:
             carried.append(Carried(i, "reasoning_opaque", *signed(m["reasoning_opaque"], "native")))
