@@ -229,7 +229,7 @@ def test_error_reading_never_backtracks_catastrophically(text: str) -> None:
 def test_signature_rejection_suppresses_the_blob_by_hash_and_retries_once(emu: Emulator, tmp_path: Path) -> None:
     """A stored reasoning_details blob whose signature no longer verifies (OpenRouter passes
     Anthropic's 400 through in metadata.raw): that blob — named in the error's attempt record by the
-    hash the planner noted when it merged it into the message's list — is suppressed by hash, the
+    hash of the stored blob the planner noted when it merged it into the list — is suppressed by hash, the
     request is retried once without it, and the stored history keeps it."""
     from hermes.agent import Agent
     from hermes.messages import Message, Text, ToolCall, ToolResult
