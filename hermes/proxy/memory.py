@@ -36,7 +36,7 @@ import orjson
 
 from ..errors import HistoryError, StoreError
 from ..messages import Message, Text, ToolCall, dumps, loads
-from ..wire.openai_chat import split_think
+from ..wire.chat_decode import split_think
 
 __all__ = [
     "Bounds",

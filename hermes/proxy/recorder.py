@@ -16,7 +16,7 @@ from ..errors import HermesError
 from ..messages import Message
 from ..resolve import Resolved
 from ..stream import Accumulator
-from ..wire.openai_chat import decoder
+from ..wire.chat_decode import decoder
 
 __all__ = ["Recorder"]
 

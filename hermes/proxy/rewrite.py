@@ -32,7 +32,8 @@ from ..replay import GEMINI_SKIP_SIGNATURE, Learned, ReplayPlan, Settings, plan_
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import Accumulator
-from ..wire.openai_chat import ChatDecoder, render_message
+from ..wire.chat_decode import ChatDecoder
+from ..wire.openai_chat import render_message
 from .memory import client_key
 
 __all__ = ["REASONING_KEYS", "MessageAction", "Rewrite", "decode_message", "rewrite"]
