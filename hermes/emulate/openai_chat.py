@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..toolids import base62
+from .chat_errors import error_body
 from .chat_rules import (
     EC,
     FACTS,
@@ -37,12 +38,11 @@ from .chat_rules import (
     Facts,
     R,
     details_format,
-    error_body,
     keep_on,
     returns_for,
     thinking_on,
-    validate,
 )
+from .chat_validate import validate
 from .core import EmulatorState, Personality, register, transport_fault
 from .script import directed_step, next_step
 
