@@ -34,7 +34,18 @@ from .errors import ConfigError, RouteError
 from .messages import RouteKey
 from .models import PROFILES, Profile, ProfileRow, profile_for
 from .profiles_toml import profile_row_from_toml
-from .routes import CARRIERS, NATIVE_FIELDS, ROUTES, TOOL_ID_RULES, WIRES, ModelRule, Route
+from .routes import (
+    AWS_SDK_HOST,
+    CARRIERS,
+    FALLBACK_ROW,
+    LOCAL_ROW,
+    NATIVE_FIELDS,
+    ROUTES,
+    TOOL_ID_RULES,
+    WIRES,
+    ModelRule,
+    Route,
+)
 from .tomlfile import check_bool, check_choice, read_toml
 
 __all__ = ["Resolved", "Table", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve"]
@@ -188,7 +199,7 @@ def resolve(
                 break
         else:
             if is_local_host(host):
-                row = _by_name(table, "local") or _fallback(table)
+                row = _by_name(table, LOCAL_ROW) or _fallback(table)
                 why.append(f"host {host!r} is loopback/private: local server row")
             else:
                 row = _fallback(table)
@@ -209,13 +220,13 @@ def _rule_hit(rule: ModelRule, model: str) -> bool:
 
 
 def _aws_host(row: Route) -> str:
-    return "bedrock-runtime.amazonaws.com"
+    return AWS_SDK_HOST
 
 
 def _fallback(table: Sequence[Route]) -> Route:
-    row = _by_name(table, "generic")
+    row = _by_name(table, FALLBACK_ROW)
     if row is None:  # a user table without the fallback row
-        raise RouteError("no 'generic' route row to fall back to")
+        raise RouteError(f"no {FALLBACK_ROW!r} route row to fall back to")
     return row
 
 
@@ -223,7 +234,7 @@ def _fallback(table: Sequence[Route]) -> Route:
 
 _LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds", "key_env", "models",
                 "must_echo_models"}
-_BOOL_FIELDS = {"must_echo", "think_tags", "local"}
+_BOOL_FIELDS = {"must_echo", "think_tags", "local", "signed_loop"}
 _STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope", "effort_field",
                "variant", "call_signature", "text_signature", "tokens", "tool_ids"}
 _TABLE_FIELDS = {"switches", "thinking_off", "effort_map", "headers"}

@@ -19,8 +19,11 @@ from fnmatch import fnmatchcase
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
+    "AWS_SDK_HOST",
     "CARRIERS",
     "COPILOT_HEADERS",
+    "FALLBACK_ROW",
+    "LOCAL_ROW",
     "NATIVE_FIELDS",
     "ROUTES",
     "TOOL_ID_RULES",
@@ -97,6 +100,11 @@ class Route:
     ``fields`` for chat-completions routes (the carriers decide)."""
     prior_turns: Literal["all", "loop"] = "all"
     """Replay reasoning of turns before the open tool loop (``all``) or only inside it."""
+    signed_loop: bool = False
+    """Where the (model's) policy is ``signed``: with thinking on, every tool turn of the open
+    tool loop must open with a signed thinking block, and with thinking off no thinking block
+    may be sent (the Messages API's two 400s, docs/replay.md). So a loop turn without one this
+    route may receive switches thinking off for the request, and thinking off drops reasoning."""
     think_tags: bool = False
     """Responses may carry reasoning as ``<think>…</think>`` inside ``content``."""
     local: bool = False
@@ -304,21 +312,22 @@ ROUTES: tuple[Route, ...] = (
           carriers=frozenset({RC, R}), local=True, auth="none", model_rules=_QWEN_TEMPLATE_KEEP),
     # --- native wires -------------------------------------------------------------------
     Route("anthropic", "anthropic", "Anthropic Messages", providers=("claude",), hosts=("api.anthropic.com",),
-          blob_kinds=_SIGNED, policy="signed", tokens="ratio:cl100k",
+          blob_kinds=_SIGNED, policy="signed", signed_loop=True, tokens="ratio:cl100k",
           prior_turns="all", auth="x-api-key", base_url="https://api.anthropic.com", tool_ids="anthropic",
           key_env=("ANTHROPIC_API_KEY",)),
     Route("anthropic-vertex", "anthropic", "Anthropic on Vertex AI", providers=("vertex-anthropic",),
           hosts=_VERTEX_HOSTS, models=("*claude*",), variant="vertex",
-          blob_kinds=_SIGNED, policy="signed", tokens="ratio:cl100k",
+          blob_kinds=_SIGNED, policy="signed", signed_loop=True, tokens="ratio:cl100k",
           key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN"), tool_ids="anthropic",
           base_url="https://aiplatform.googleapis.com/v1/projects/-/locations/global"),
     Route("anthropic-foundry", "anthropic", "Anthropic on Azure Foundry", providers=("foundry",),
           hosts=("services.ai.azure.com",), blob_kinds=_SIGNED, tokens="ratio:cl100k",
-          policy="signed", auth="x-api-key", key_env=("ANTHROPIC_FOUNDRY_API_KEY", "AZURE_API_KEY"),
+          policy="signed", signed_loop=True, auth="x-api-key", key_env=("ANTHROPIC_FOUNDRY_API_KEY", "AZURE_API_KEY"),
           tool_ids="anthropic"),
     Route("bedrock", "bedrock", "AWS Bedrock Converse", providers=("aws-bedrock",),
           hosts=("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"), blob_kinds=_SIGNED,
-          policy="unsigned", auth="aws", tool_ids="anthropic",  # older ToolUseBlock docs: Anthropic's pattern
+          policy="unsigned", signed_loop=True, auth="aws",
+          tool_ids="anthropic",  # older ToolUseBlock docs: Anthropic's pattern
           model_rules=(ModelRule("*claude*", policy="signed"),
                        ModelRule("*deepseek.r1*", policy="strip"), ModelRule("*deepseek-r1*", policy="strip"),
                        ModelRule("*kimi-k3*", policy="strip"))),
@@ -341,6 +350,14 @@ ROUTES: tuple[Route, ...] = (
     Route("generic", "openai_chat", "OpenAI-compatible (unknown host)", providers=("custom", "openai-compatible"),
           carriers=frozenset({RC})),
 )
+
+LOCAL_ROW = "local"
+"""The row a loopback / private-network host resolves to when no row names its host."""
+FALLBACK_ROW = "generic"
+"""The row any other unknown host resolves to."""
+AWS_SDK_HOST = "bedrock-runtime.amazonaws.com"
+"""The host recorded for an ``auth = "aws"`` row without a base URL (the SDK picks the regional
+endpoint); it is part of every stored origin from such a row, so it never changes."""
 
 _BY_KEY = {r.key: r for r in ROUTES}
 

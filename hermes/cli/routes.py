@@ -32,7 +32,7 @@ def row_dict(r: Route) -> dict[str, Any]:
         "must_echo": r.must_echo, "must_echo_models": list(r.must_echo_models), "tool_ids": r.tool_ids,
         "switches": dict(r.switches), "native": sorted(r.native),
         "blob_kinds": sorted(r.blob_kinds), "blob_scope": r.blob_scope, "policy": r.policy,
-        "prior_turns": r.prior_turns, "local": r.local, "base_url": r.base_url,
+        "signed_loop": r.signed_loop, "prior_turns": r.prior_turns, "local": r.local, "base_url": r.base_url,
         "thinking_off": dict(r.thinking_off), "effort_field": r.effort_field, "effort_map": dict(r.effort_map),
         "variant": r.variant, "headers": sorted(r.headers), "call_signature": r.call_signature,
         "text_signature": r.text_signature, "models": list(r.models), "tokens": r.tokens,
@@ -119,6 +119,8 @@ def explain(provider: str | None, base_url: str | None, model: str, as_json: boo
         click.echo(f"blobs      {', '.join(sorted(r.blob_kinds))} from the same {'route and model' if r.blob_scope == 'model' else 'route'} only")
     if r.wire != "openai_chat":
         click.echo(f"policy     {r.policy}; earlier turns' reasoning: {'replayed' if r.prior_turns == 'all' else 'open tool loop only'}")
+        if r.signed_loop and r.policy == "signed":
+            click.echo("loop       a tool turn of the open loop without its own thinking block switches thinking off")
     if r.switches:
         import orjson
 

@@ -82,7 +82,8 @@ def plan_replay(
             planned = [_remap_ids(pm, mapping, cache) for pm in planned]
     notes: list[str] = []
     thinking = settings.thinking
-    if thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
+    signed_loop = route.signed_loop and route.policy == "signed"
+    if thinking and signed_loop:
         bare = [p for p in planned[loop_start:] if p.role == "assistant" and _needs_thinking(p)]
         if bare:
             thinking = False
@@ -90,7 +91,7 @@ def plan_replay(
                 f"thinking off for this request: open tool-loop turn #{bare[0].index} has no "
                 "thinking block this route may receive (it came from another route)"
             )
-    if not thinking and route.policy == "signed" and route.wire in ("anthropic", "bedrock"):
+    if not thinking and signed_loop:
         planned = [_without_reasoning(p) for p in planned]
     planned, placeholder_after = structure(planned, route.wire, cache)
     return ReplayPlan(target, tuple(planned), _request_fields(target, settings, thinking), thinking, tuple(notes),
@@ -146,7 +147,7 @@ def _remap_ids(pm: PlannedMessage, mapping: Mapping[str, str], cache: BuildCache
 
 
 def _without_reasoning(p: PlannedMessage) -> PlannedMessage:
-    """Thinking off on a signed wire: a thinking block in the request would be rejected."""
+    """Thinking off on a ``signed_loop`` row: a thinking block in the request would be rejected."""
     if not any(isinstance(x, Reasoning) for x in p.parts):
         return p
     decisions = tuple(Decision(d.part, "drop", (), "thinking is off for this request") if d.action != "drop" else d
