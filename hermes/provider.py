@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # every wire module is checked against the protocol
 
     _WIRES: tuple[Wire, ...] = (anthropic, bedrock, gemini, openai_chat, openai_responses)
 
-__all__ = ["Exchange", "complete", "decode_body", "get_wire", "iter_sse", "sse_events"]
+__all__ = ["Exchange", "SSESplitter", "complete", "decode_body", "get_wire", "iter_sse", "sse_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,44 +39,67 @@ class Exchange:
     response: Response
 
 
-def sse_events(chunks: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """(event, data) pairs from an SSE body arriving as text chunks cut anywhere.
+class SSESplitter:
+    """The SSE event splitter, fed text chunks cut anywhere; ``sse_events`` is its pull form.
 
     The hot path of every stream, so the work per event is done in C where it can be: a chunk
     is split into events on blank lines with one ``str.split``, and an event that is one
-    ``data: `` line (nearly all of them on chat routes) is yielded as a slice without looking
+    ``data: `` line (nearly all of them on chat routes) comes out as a slice without looking
     at its lines. Everything else — ``event:`` names, multi-line data, comments, keep-alives,
     ``\r\n`` or ``\r`` line ends, a final event without its blank line — takes the general
-    path (``_event``). The same events come out however the body was cut into chunks.
+    path (``_event``). The same events come out however the body was cut into chunks. The proxy
+    feeds it from its relay loop (``proxy.recorder``), Hermes's own client pulls through
+    ``sse_events``: one mechanism for both.
     """
-    buf = ""
-    cr = False  # a chunk ended in "\r": its "\n" may start the next chunk
-    for chunk in chunks:
-        if cr or "\r" in chunk:
-            if cr:
+
+    __slots__ = ("_buf", "_cr")
+
+    def __init__(self) -> None:
+        self._buf = ""
+        self._cr = False  # a chunk ended in "\r": its "\n" may start the next chunk
+
+    def feed(self, chunk: str) -> list[tuple[str, str]]:
+        """The (event, data) pairs ``chunk`` completes (usually several, often none)."""
+        buf = self._buf
+        if self._cr or "\r" in chunk:
+            if self._cr:
                 chunk = "\r" + chunk
-            cr = chunk.endswith("\r")
-            if cr:
+            self._cr = chunk.endswith("\r")
+            if self._cr:
                 chunk = chunk[:-1]
             chunk = chunk.replace("\r\n", "\n").replace("\r", "\n")
         if "\n\n" not in chunk and not (chunk[:1] == "\n" and buf[-1:] == "\n"):
-            buf += chunk
-            continue
+            self._buf = buf + chunk
+            return []
         blocks = (buf + chunk).split("\n\n")
-        buf = blocks.pop()
+        self._buf = blocks.pop()
+        out: list[tuple[str, str]] = []
         for block in blocks:
             if block[:6] == "data: " and "\n" not in block:
-                yield "message", block[6:]
+                out.append(("message", block[6:]))
             elif block:
                 ev = _event(block)
                 if ev is not None:
-                    yield ev
-    if cr:
-        buf += "\n"
-    if buf:
-        ev = _event(buf)
-        if ev is not None:
-            yield ev
+                    out.append(ev)
+        return out
+
+    def close(self) -> list[tuple[str, str]]:
+        """The body ended: a last event without its blank line, if any."""
+        buf, self._buf = self._buf + ("\n" if self._cr else ""), ""
+        self._cr = False
+        ev = _event(buf) if buf else None
+        return [] if ev is None else [ev]
+
+
+def sse_events(chunks: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(event, data) pairs from an SSE body arriving as text chunks cut anywhere (``SSESplitter``)."""
+    split = SSESplitter()
+    feed = split.feed
+    for chunk in chunks:
+        events = feed(chunk)
+        if events:
+            yield from events
+    yield from split.close()
 
 
 def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:

@@ -1,19 +1,23 @@
 """The side decoder: what a response thought, read next to the bytes relayed to the client.
 
-The relay never waits for it. Each chunk goes to the client first and is fed here after;
-the recorder splits SSE events out of raw bytes however the network cut them, decodes each
-with the route's ``ChatDecoder`` and folds the deltas with the same ``Accumulator`` as
-``hermes chat`` — so the proxy stores exactly the turn Hermes itself would have stored. A
-response it cannot read (malformed, truncated, an error) records nothing and changes nothing
-for the client.
+The relay never waits for it: each raw chunk is handed to the client unchanged, and a copy is
+fed here. The recorder decodes the bytes as UTF-8 incrementally (a character cut between two
+chunks is joined, as httpx does for ``hermes chat``), splits events with the same
+``provider.SSESplitter`` Hermes's own client uses, decodes each with the route's
+``ChatDecoder`` and folds the deltas with the same ``Accumulator`` — so the proxy stores exactly
+the turn Hermes itself would have stored. A response it cannot read (malformed, truncated, an
+error) records nothing and changes nothing for the client.
 """
 
 from __future__ import annotations
+
+import codecs
 
 import orjson
 
 from ..errors import HermesError
 from ..messages import Message
+from ..provider import SSESplitter
 from ..resolve import Resolved
 from ..stream import Accumulator
 from ..wire.chat_decode import decoder
@@ -24,15 +28,15 @@ __all__ = ["Recorder"]
 class Recorder:
     """Fold one response (streamed or whole) into the assistant turn it carried."""
 
-    __slots__ = ("_acc", "_buf", "_data", "_dec", "failed", "recorded", "route")
+    __slots__ = ("_acc", "_dec", "_split", "_text", "failed", "recorded", "route")
 
     def __init__(self, target: Resolved) -> None:
         self.route = target.route.key
         self.recorded = False
         self._dec = decoder(target)
         self._acc = Accumulator(target.key)
-        self._buf = b""
-        self._data: list[bytes] = []
+        self._text = codecs.getincrementaldecoder("utf-8")("replace")
+        self._split = SSESplitter()
         self.failed = False
 
     # --- streamed -----------------------------------------------------------------------
@@ -40,23 +44,12 @@ class Recorder:
         """Raw SSE bytes as they arrived; never raises (a bad stream just records nothing)."""
         if self.failed:
             return
-        buf = self._buf + chunk if self._buf else chunk
-        lines = buf.split(b"\n")
-        self._buf = lines.pop()
         try:
-            for line in lines:
-                self._line(line[:-1] if line.endswith(b"\r") else line)
-        except (HermesError, TypeError, ValueError, UnicodeDecodeError):
+            for event, data in self._split.feed(self._text.decode(chunk)):
+                for d in self._dec.decode_event(event, data):
+                    self._acc.feed(d)
+        except (HermesError, TypeError, ValueError):
             self.failed = True
-
-    def _line(self, line: bytes) -> None:
-        if line.startswith(b"data:"):
-            self._data.append(line[6:] if line[5:6] == b" " else line[5:])
-        elif not line and self._data:
-            data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
-            self._data = []
-            for d in self._dec.decode_event("message", data.decode()):
-                self._acc.feed(d)
 
     # --- whole --------------------------------------------------------------------------
     def whole(self, content: bytes) -> None:
