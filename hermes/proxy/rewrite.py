@@ -97,9 +97,11 @@ def decode_message(msg: Mapping[str, Any], target: Resolved) -> Message | None:
     Reasoning keys the decoder cannot read (a client's malformed ``reasoning_details``) are
     left out, so they are stripped rather than forwarded; None only when the visible message
     itself is malformed (then it goes untouched and the upstream says what is wrong)."""
+    route = target.route
     for m in (msg, _without_reasoning(msg)):
         try:
-            deltas = ChatDecoder().from_wire({"choices": [{"message": m, "finish_reason": "stop"}]})
+            dec = ChatDecoder(call_signature=route.call_signature, text_signature=route.text_signature)
+            deltas = dec.from_wire({"choices": [{"message": m, "finish_reason": "stop"}]})
             return Accumulator(target.key).feed_all(deltas).result().message
         except (HermesError, TypeError, ValueError, AttributeError):
             continue

@@ -11,19 +11,21 @@ identically however the stream is cut).
 
 Decoding reads every reasoning shape seen on this wire: ``reasoning_content`` (wins) or
 ``reasoning``; ``reasoning_details`` entries verbatim; Copilot ``reasoning_text`` /
-``reasoning_opaque``; Gemini-compat signatures (message ``extra_content`` and per call);
+``reasoning_opaque``; thought signatures (message and per call) at the row's
+``text_signature`` / ``call_signature`` paths (Gemini-compat: ``extra_content.google``);
 Mistral ``content`` lists with ``thinking`` chunks; ``<think>`` tags.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from ..errors import StreamError
 from ..resolve import Resolved
+from ..routes import ROUTES
 from ..stream import (
     Delta,
     DetailsDelta,
@@ -67,17 +69,29 @@ def _partial_suffix(s: str, tag: str) -> int:
     return 0
 
 
-def _google_sig(obj: Any) -> str | None:
-    if isinstance(obj, Mapping):
-        g = obj.get("google")
-        if isinstance(g, Mapping):
-            sig = g.get("thought_signature")
-            if isinstance(sig, str) and sig:
-                return sig
-        sig = obj.get("thought_signature")
-        if isinstance(sig, str) and sig:
-            return sig
+def _sig_paths(path: str | None, table: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """A row's dotted signature path as keys; ``None`` (no row) = every path the built-in
+    table names, so a route-less decoder still reads what any route sends."""
+    paths = table if path is None else (path,)
+    return tuple(tuple(p.split(".")) for p in dict.fromkeys(paths) if p)
+
+
+def _sig_at(obj: Mapping[str, Any], paths: tuple[tuple[str, ...], ...]) -> str | None:
+    """The first non-empty string found at one of ``paths`` (untrusted input: anything else is no signature)."""
+    for path in paths:
+        cur: Any = obj
+        for name in path:
+            if not isinstance(cur, Mapping):
+                cur = None
+                break
+            cur = cur.get(name)
+        if isinstance(cur, str) and cur:
+            return cur
     return None
+
+
+_TABLE_CALL = tuple(r.call_signature for r in ROUTES)
+_TABLE_TEXT = tuple(r.text_signature for r in ROUTES)
 
 
 class ChatDecoder:
@@ -85,12 +99,18 @@ class ChatDecoder:
 
     State: whether the reasoning slot was reserved (so the stored turn orders reasoning → text →
     tool calls whatever order the chunks come in) and the ``<think>`` splitter's position.
+    Thought signatures are read where the row's ``call_signature`` / ``text_signature`` paths
+    say — the paths the renderer writes them to (``None``: any path the built-in table names).
     """
 
-    __slots__ = ("_buf", "_last_call", "_mode", "_started", "think_tags")
+    __slots__ = ("_buf", "_call_at", "_last_call", "_mode", "_started", "_text_at", "_text_heads", "think_tags")
 
-    def __init__(self, *, think_tags: bool = False) -> None:
+    def __init__(self, *, think_tags: bool = False, call_signature: str | None = None,
+                 text_signature: str | None = None) -> None:
         self.think_tags = think_tags
+        self._call_at = _sig_paths(call_signature, _TABLE_CALL)
+        self._text_at = _sig_paths(text_signature, _TABLE_TEXT)
+        self._text_heads = frozenset(p[0] for p in self._text_at)
         self._started = False
         self._mode = 0 if think_tags else 3
         """0 before content decided, 1 inside <think>, 2 after </think> (skipping blanks), 3 text."""
@@ -157,7 +177,9 @@ class ChatDecoder:
             self._started = True
             out.append(ReasoningDelta(_RKEY))  # reserve the reasoning slot: first part of the turn
         # one pass over the (usually one or two) keys a delta has, instead of probing for all
-        rc = r = ctext = details = opaque = ext = content = refusal = calls = None
+        rc = r = ctext = details = opaque = content = refusal = calls = None
+        ext = False  # the message may hold a text signature (a key its path starts with)
+        heads = self._text_heads
         for k, v in m.items():
             if not v:
                 continue
@@ -175,8 +197,8 @@ class ChatDecoder:
                 ctext = v
             elif k == "reasoning_opaque":
                 opaque = v
-            elif k == "extra_content":
-                ext = v
+            elif k in heads:
+                ext = True
             elif k == "refusal":
                 refusal = v
         rtext = rc or r
@@ -190,7 +212,7 @@ class ChatDecoder:
                 raise StreamError("reasoning_details is not a list")
             out.append(DetailsDelta(details, _RKEY, whole))
         if ctext or opaque or ext:
-            msg_sig = _google_sig(ext)
+            msg_sig = _sig_at(m, self._text_at) if ext else None
             if type(ctext) is str or type(opaque) is str or msg_sig:
                 out.append(NativeDelta(
                     _RKEY,
@@ -232,7 +254,7 @@ class ChatDecoder:
             if isinstance(args, Mapping):  # a few servers send parsed arguments
                 args = orjson.dumps(args).decode()
             out.append(ToolCallDelta(key, tc.get("id") or None, fn.get("name") or None, args or ""))
-            sig = _google_sig(tc.get("extra_content")) or _google_sig(fn)
+            sig = _sig_at(tc, self._call_at)
             if sig:
                 out.append(NativeDelta(_RKEY, tool_signature=(key, sig)))
 
@@ -322,8 +344,11 @@ def _raise_error(payload: Mapping[str, Any]) -> None:
 
 
 def decoder(resolved: Resolved) -> ChatDecoder:
-    """A fresh decoder for one response from ``resolved`` (knows whether it uses ``<think>``)."""
-    return ChatDecoder(think_tags=resolved.route.think_tags)
+    """A fresh decoder for one response from ``resolved`` (knows whether it uses ``<think>`` and
+    where its row puts thought signatures)."""
+    route = resolved.route
+    return ChatDecoder(think_tags=route.think_tags, call_signature=route.call_signature,
+                       text_signature=route.text_signature)
 
 
 def from_wire(payload: Any, *, think_tags: bool = False) -> list[Delta]:
