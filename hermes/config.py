@@ -52,7 +52,7 @@ from typing import Any
 from .errors import ConfigError
 from .mcp_config import McpServer, parse_mcp
 from .paths import config_path
-from .tomlfile import read_toml
+from .tomlfile import read_once, read_toml
 
 __all__ = ["Alias", "Config", "ProxySettings", "load_config"]
 
@@ -116,10 +116,17 @@ def _line_of(src: str, key: str) -> int:
 
 
 def load_config(path: Path | None = None) -> Config:
-    """The user's config, or defaults when there is none; errors name file:line."""
+    """The user's config, or defaults when there is none; errors name file:line.
+
+    Parsed once per process (``tomlfile.read_once``): kept while the file stays the same, so a
+    caller asking again (a REPL, a gateway, a test that edits the file) costs one ``stat``."""
     path = path or config_path()
     if not path.exists():
         return Config()
+    return read_once(path, lambda: _parse(path), key="config")
+
+
+def _parse(path: Path) -> Config:
     src, data = read_toml(path)
     values: dict[str, Any] = {"source": str(path)}
     for key, value in data.items():

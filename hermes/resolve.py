@@ -20,7 +20,6 @@ compaction read it instead of looking at model ids.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -46,7 +45,7 @@ from .routes import (
     ModelRule,
     Route,
 )
-from .tomlfile import check_bool, check_choice, read_toml
+from .tomlfile import check_bool, check_choice, read_once, read_toml
 
 __all__ = ["Resolved", "Table", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve"]
 
@@ -255,28 +254,14 @@ def _header_lines(src: str, header: str) -> list[int]:
     return [n for n, line in enumerate(src.splitlines(), 1) if line.strip().startswith(header)]
 
 
-_LOADED: dict[tuple[str, bytes, int], Table] = {}
-
-
 def load_table(path: Path | None, *, base: Sequence[Route] = ROUTES) -> Table:
     """Built-in rows plus the user's ``routes.toml`` (if it exists); errors name file:line.
 
-    Parsed once per process: the table is kept while the file's bytes stay the same, so a
-    gateway or REPL resolving a route per turn does not parse it again."""
+    Parsed once per process (``tomlfile.read_once``): the table is kept while the file stays the
+    same, so a gateway or REPL resolving a route per turn neither reads nor parses it again."""
     if path is None or not path.exists():
         return Table(base)
-    try:
-        digest = hashlib.sha256(path.read_bytes()).digest()
-    except OSError:
-        return _load_table(path, base)
-    key = (str(path), digest, id(base))
-    table = _LOADED.get(key)
-    if table is None:
-        table = _load_table(path, base)
-        if len(_LOADED) >= 8:
-            _LOADED.clear()
-        _LOADED[key] = table
-    return table
+    return read_once(path, lambda: _load_table(path, base), key=("routes", id(base)))
 
 
 def _load_table(path: Path, base: Sequence[Route]) -> Table:

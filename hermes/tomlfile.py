@@ -1,15 +1,64 @@
-"""Reading a user's TOML file (config.toml, routes.toml) with errors that name file and line."""
+"""Reading a user's TOML file (config.toml, routes.toml) with errors that name file and line,
+and keeping what was parsed from it for the rest of the process (``read_once``)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+import time
 import tomllib
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 
-__all__ = ["check_bool", "check_choice", "read_toml"]
+__all__ = ["check_bool", "check_choice", "read_once", "read_toml"]
+
+T = TypeVar("T")
+
+_RACY_NS = 2_000_000_000
+"""A file written this soon before it was read may change again without its stamps changing
+(timestamps move in ticks: a jiffy on Linux, 2 s on FAT): its content is checked instead."""
+_MEMO: dict[tuple[str, Hashable], tuple[tuple[int, int, int, int], bytes | None, Any]] = {}
+
+
+def read_once(path: Path, parse: Callable[[], T], *, key: Hashable = None) -> T:
+    """``parse()``'s result for ``path``, parsed once per process while the file stays the same.
+
+    One ``stat`` per call decides: same inode, size, mtime and ctime → the kept result. A result
+    read within ``_RACY_NS`` of the file's mtime is confirmed by content hash instead (git's
+    racy-clean rule), so an edit in the same timestamp tick is still seen. A parse that fails is
+    not kept (the error is raised again next time); a file that cannot be stat'ed is parsed.
+    """
+    try:
+        st = path.stat()
+    except OSError:
+        return parse()
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    slot = (str(path), key)
+    hit = _MEMO.get(slot)
+    if hit is not None and hit[0] == stamp:
+        if hit[1] is None:
+            return hit[2]  # type: ignore[no-any-return]
+        if _digest(path) == hit[1]:
+            if time.time_ns() - st.st_mtime_ns >= _RACY_NS:  # settled: the stamps suffice from now on
+                _MEMO[slot] = (stamp, None, hit[2])
+            return hit[2]  # type: ignore[no-any-return]
+    racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
+    digest = _digest(path) if racy else None  # before parsing: a change in between parses again
+    value = parse()
+    if len(_MEMO) >= 32:
+        _MEMO.clear()
+    _MEMO[slot] = (stamp, digest, value)
+    return value
+
+
+def _digest(path: Path) -> bytes | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return None
 
 
 def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
