@@ -235,7 +235,7 @@ _LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds
                 "must_echo_models"}
 _BOOL_FIELDS = {"must_echo", "think_tags", "local", "signed_loop"}
 _STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope", "effort_field",
-               "variant", "call_signature", "text_signature", "tokens", "tool_ids"}
+               "variant", "call_signature", "text_signature", "signature_pad", "tokens", "tool_ids"}
 _TABLE_FIELDS = {"switches", "thinking_off", "effort_map", "headers"}
 _CHOICES = {
     "wire": WIRES,

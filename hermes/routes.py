@@ -23,6 +23,7 @@ __all__ = [
     "CARRIERS",
     "COPILOT_HEADERS",
     "FALLBACK_ROW",
+    "GEMINI_SKIP_SIGNATURE",
     "LOCAL_ROW",
     "NATIVE_FIELDS",
     "ROUTES",
@@ -126,6 +127,9 @@ class Route:
     """Dotted path inside a chat tool call where that call's thought signature goes."""
     text_signature: str = ""
     """Dotted path inside a chat assistant message where the turn's thought signature goes."""
+    signature_pad: str = ""
+    """On the chat wire: the value a tool turn's first call gets at ``call_signature`` when no
+    call has a signature of its own (Gemini-compat: the documented validator skip). Empty: none."""
     models: tuple[str, ...] = ()
     """When set, a base-URL host selects this row only for model ids matching one of these globs
     (one Vertex host serves Claude and Gemini with different wires)."""
@@ -196,6 +200,8 @@ _ASK = {"reasoning": {"enabled": True}}
 _SIGNED = frozenset({"anthropic.signature", "anthropic.redacted"})
 _VERTEX_HOSTS = ("aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
 _GEMINI_SIG = "extra_content.google.thought_signature"
+GEMINI_SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""Gemini's documented stand-in for a function call's missing thought signature."""
 COPILOT_HEADERS: Mapping[str, str] = {
     "copilot-integration-id": "vscode-chat",
     "editor-version": "vscode/1.104.0",
@@ -290,7 +296,7 @@ ROUTES: tuple[Route, ...] = (
     Route("gemini-openai", "openai_chat", "Gemini (OpenAI-compatible)", providers=("gemini-compat",),
           hosts=("generativelanguage.googleapis.com",), paths=("/v1beta/openai",),
           carriers=frozenset({RC}), native=frozenset({"thought_signature", "tool_signatures"}),
-          call_signature=_GEMINI_SIG, text_signature=_GEMINI_SIG,
+          call_signature=_GEMINI_SIG, text_signature=_GEMINI_SIG, signature_pad=GEMINI_SKIP_SIGNATURE,
           base_url="https://generativelanguage.googleapis.com/v1beta/openai", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY")),
     # --- local servers: RC + R (llama.cpp/SGLang read RC; vLLM/Ollama read R) ------------
     Route("ollama-cloud", "openai_chat", "Ollama Cloud", hosts=("ollama.com",), carriers=frozenset({RC, R}),

@@ -40,12 +40,12 @@ def _part_view(part: Any, full: bool) -> dict[str, Any]:
     native = d.get("native")
     if native:
         if "thought_signature" in native:
-            native["thought_signature"] = blob_summary(native["thought_signature"], "gemini.thought_signature")
+            native["thought_signature"] = blob_summary(native["thought_signature"], "native.thought_signature")
         if "tool_signatures" in native:
-            native["tool_signatures"] = [[cid, blob_summary(sig, "gemini.tool_signature")]
+            native["tool_signatures"] = [[cid, blob_summary(sig, "native.tool_signature")]
                                          for cid, sig in native["tool_signatures"]]
         if "reasoning_opaque" in native:
-            native["reasoning_opaque"] = blob_summary(native["reasoning_opaque"], "copilot.reasoning_opaque")
+            native["reasoning_opaque"] = blob_summary(native["reasoning_opaque"], "native.reasoning_opaque")
         if "reasoning_text" in native and not full:
             native["reasoning_text"] = {"chars": len(native["reasoning_text"])}
     return d

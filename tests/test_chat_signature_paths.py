@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hermes.messages import Message, Reasoning
+import pytest
+
+from hermes.messages import Message, Reasoning, ToolCall, ToolResult
 from hermes.replay import plan_replay
 from hermes.resolve import Resolved, load_table, resolve
 from hermes.stream import Accumulator
@@ -22,9 +24,9 @@ ROW = ('[[route]]\nkey = "acme-sig"\nwire = "openai_chat"\nhosts = ["llm.acme.ex
        'call_signature = "function.meta.sig"\ntext_signature = "vendor.sig"\n')
 
 
-def _target(tmp_path: Path) -> Resolved:
+def _target(tmp_path: Path, extra: str = "") -> Resolved:
     f = tmp_path / "routes.toml"
-    f.write_text(ROW)
+    f.write_text(ROW + extra)
     return resolve("acme-sig", "https://llm.acme.example/v1", "acme-1", table=load_table(f))
 
 
@@ -65,3 +67,17 @@ def test_a_signature_at_another_rows_path_is_not_read(tmp_path: Path) -> None:
     gem = resolve("gemini-openai", None, "gemini-3-pro-preview")
     native = _native(_turn(gem, _response({"extra_content": gemini_style}, {"extra_content": gemini_style})))
     assert native.thought_signature == "G" and dict(native.tool_signatures) == {"call_1": "G"}
+
+
+@pytest.mark.parametrize("pad", ["acme-skip", ""])
+def test_a_call_without_a_signature_gets_the_rows_pad_if_it_has_one(tmp_path: Path, pad: str) -> None:
+    target = _target(tmp_path, f'signature_pad = "{pad}"\n' if pad else "")
+    history = [Message.user("hi"), Message("assistant", (ToolCall("call_1", "ls", "{}"),)),
+               Message("tool", (ToolResult("call_1", "a.txt", "ls"),))]
+    plan = plan_replay(history, target)
+    call = openai_chat.to_wire(plan)["messages"][1]["tool_calls"][0]
+    if pad:
+        assert dict(plan.messages[1].tool_signatures) == {"call_1": pad}
+        assert call["function"]["meta"] == {"sig": pad}
+    else:
+        assert not plan.messages[1].tool_signatures and "meta" not in call["function"]

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import HermesError
 from ..messages import Message, Reasoning
-from ..replay import GEMINI_SKIP_SIGNATURE, Learned, ReplayPlan, Settings, plan_replay
+from ..replay import Learned, ReplayPlan, Settings, plan_replay
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import Accumulator
@@ -148,7 +148,8 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
     for i, recognised in decoded.items():
         pm = planned[i]
         pads = {f for d in pm.decisions if d.action == "pad" for f in d.fields}
-        patched, action = _patch(msgs[i], render_message(pm, target.route)[-1], pads, i, recognised, ids)
+        patched, action = _patch(msgs[i], render_message(pm, target.route)[-1], pads, i, recognised, ids,
+                                 target.route.signature_pad)
         if not recognised and not action.note:
             own = any(isinstance(p, Reasoning) for p in history[i].parts)
             action = _with_note(action, "unrecognised: " + ("the client's own reasoning" if own else
@@ -187,7 +188,7 @@ def _with_note(a: MessageAction, note: str) -> MessageAction:
 
 
 def _patch(msg: Mapping[str, Any], want: Mapping[str, Any], pads: set[str], index: int,
-           recognised: bool, ids: dict[str, str]) -> tuple[Mapping[str, Any], MessageAction]:
+           recognised: bool, ids: dict[str, str], skip: str) -> tuple[Mapping[str, Any], MessageAction]:
     """``msg`` with exactly the reasoning keys of the rendered ``want`` (same object if no change);
     tool-call ids the route renders differently are changed too and collected in ``ids``."""
     out: dict[str, Any] | None = None
@@ -218,7 +219,7 @@ def _patch(msg: Mapping[str, Any], want: Mapping[str, Any], pads: set[str], inde
         for j, call in enumerate(calls):
             if not isinstance(call, Mapping) or j >= len(wanted):
                 continue
-            fixed = _patch_call(call, wanted[j], pads, restored, padded, stripped)
+            fixed = _patch_call(call, wanted[j], pads, restored, padded, stripped, skip)
             if wanted[j].get("id") != call.get("id"):  # the route's tool-call id rule
                 fixed = {**fixed, "id": wanted[j]["id"]}
                 ids[str(call.get("id"))] = str(wanted[j]["id"])
@@ -233,13 +234,13 @@ def _patch(msg: Mapping[str, Any], want: Mapping[str, Any], pads: set[str], inde
 
 
 def _patch_call(call: Mapping[str, Any], want: Mapping[str, Any], pads: set[str], restored: list[str],
-                padded: list[str], stripped: list[str]) -> Mapping[str, Any]:
+                padded: list[str], stripped: list[str], skip: str) -> Mapping[str, Any]:
     out: dict[str, Any] | None = None
     for k in _CALL_KEYS:
         if k in want and call.get(k) != want[k]:
             out = out or dict(call)
             out[k] = want[k]
-            sig = _is_skip(want[k])
+            sig = bool(skip) and _holds(want[k], skip)
             (padded if sig and pads else restored).append(f"tool_calls.{k}")
         elif k not in want and k in call:
             out = out or dict(call)
@@ -263,7 +264,9 @@ def _patch_call(call: Mapping[str, Any], want: Mapping[str, Any], pads: set[str]
     return out if out is not None else call
 
 
-def _is_skip(extra: Any) -> bool:
-    g = extra.get("google") if isinstance(extra, Mapping) else None
-    return isinstance(g, Mapping) and g.get("thought_signature") == GEMINI_SKIP_SIGNATURE
+def _holds(value: Any, skip: str) -> bool:
+    """Whether the rendered ``value`` is (or nests) the row's ``signature_pad``: a pad, not a restore."""
+    if isinstance(value, Mapping):
+        return any(_holds(v, skip) for v in value.values())
+    return value == skip
 

@@ -15,7 +15,7 @@ import orjson
 
 from ..messages import Message, Reasoning, ToolCall
 from ..resolve import Resolved
-from .plan import DETAILS, GEMINI_SKIP_SIGNATURE, PAD, Decision, Learned, PlannedMessage
+from .plan import DETAILS, PAD, Decision, Learned, PlannedMessage
 from .sendable import blob_allowed, native_owned
 
 __all__ = ["plan_chat"]
@@ -85,10 +85,10 @@ def plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_loo
         fields["reasoning_details"] = details
     fields.update(native_fields)
     calls = [p for p in others if isinstance(p, ToolCall)]
-    if "thought_signature" in route.native and calls and not any(c.id in tool_sigs for c in calls):
-        tool_sigs[calls[0].id] = GEMINI_SKIP_SIGNATURE
+    if route.signature_pad and calls and not any(c.id in tool_sigs for c in calls):
+        tool_sigs[calls[0].id] = route.signature_pad
         decisions.append(Decision(None, "pad", ("thought_signature",),
-                                  "call has no signature of its own: documented validator skip"))
+                                  f"call has no signature of its own: the row's signature_pad {route.signature_pad!r}"))
     return PlannedMessage(index, m.role, others, fields, tool_sigs, thought_sig, tuple(decisions),
                           blobs=tuple(blobs))
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from ..messages import Part
 from ..resolve import Resolved
+from ..routes import GEMINI_SKIP_SIGNATURE
 
 __all__ = [
     "DETAILS",
@@ -29,8 +30,6 @@ __all__ = [
 
 PAD = " "
 """Must-echo placeholder: a single space (DeepSeek rejects ``""``)."""
-GEMINI_SKIP_SIGNATURE = "skip_thought_signature_validator"
-"""Gemini's documented stand-in signature for a call that has none of its own."""
 DETAILS = "openrouter.details"
 Action = Literal["native", "field", "text", "drop", "pad", "merge", "insert"]
 """Per part: ``native`` (a block as stored), ``field`` (a carrier field), ``text`` (readable text

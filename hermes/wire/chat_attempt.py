@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..attempt import Attempt, Carried, build, signed, value_at
-from ..replay import GEMINI_SKIP_SIGNATURE, ReplayPlan
+from ..replay import ReplayPlan
 
 __all__ = ["attempt"]
 
@@ -47,5 +47,5 @@ def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
         for j, call in enumerate(calls if isinstance(calls, list) else ()):
             if route.call_signature and (sig := value_at(call, route.call_signature)) is not None:
                 carried.append(Carried(i, f"tool_calls.{j}.{route.call_signature}",
-                                       *signed(sig, "native", skip=GEMINI_SKIP_SIGNATURE)))
+                                       *signed(sig, "native", skip=route.signature_pad)))
     return build("openai_chat", plan, body, carried, turns)
