@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from ..attempt import value_at
 from ..errors import StreamError
 from ..resolve import Resolved
 from ..routes import ROUTES
@@ -69,24 +70,18 @@ def _partial_suffix(s: str, tag: str) -> int:
     return 0
 
 
-def _sig_paths(path: str | None, table: Sequence[str]) -> tuple[tuple[str, ...], ...]:
-    """A row's dotted signature path as keys; ``None`` (no row) = every path the built-in
-    table names, so a route-less decoder still reads what any route sends."""
-    paths = table if path is None else (path,)
-    return tuple(tuple(p.split(".")) for p in dict.fromkeys(paths) if p)
+def _sig_paths(path: str | None, table: Sequence[str]) -> tuple[str, ...]:
+    """A row's dotted signature path; ``None`` (no row) = every path the built-in table names,
+    so a route-less decoder still reads what any route sends."""
+    return tuple(p for p in dict.fromkeys(table if path is None else (path,)) if p)
 
 
-def _sig_at(obj: Mapping[str, Any], paths: tuple[tuple[str, ...], ...]) -> str | None:
+def _sig_at(obj: Mapping[str, Any], paths: tuple[str, ...]) -> str | None:
     """The first non-empty string found at one of ``paths`` (untrusted input: anything else is no signature)."""
     for path in paths:
-        cur: Any = obj
-        for name in path:
-            if not isinstance(cur, Mapping):
-                cur = None
-                break
-            cur = cur.get(name)
-        if isinstance(cur, str) and cur:
-            return cur
+        sig = value_at(obj, path)
+        if isinstance(sig, str) and sig:
+            return sig
     return None
 
 
@@ -110,7 +105,7 @@ class ChatDecoder:
         self.think_tags = think_tags
         self._call_at = _sig_paths(call_signature, _TABLE_CALL)
         self._text_at = _sig_paths(text_signature, _TABLE_TEXT)
-        self._text_heads = frozenset(p[0] for p in self._text_at)
+        self._text_heads = frozenset(p.partition(".")[0] for p in self._text_at)
         self._started = False
         self._mode = 0 if think_tags else 3
         """0 before content decided, 1 inside <think>, 2 after </think> (skipping blanks), 3 text."""
