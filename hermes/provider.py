@@ -58,8 +58,8 @@ class SSESplitter:
         self._buf = ""
         self._cr = False  # a chunk ended in "\r": its "\n" may start the next chunk
 
-    def feed(self, chunk: str) -> list[tuple[str, str]]:
-        """The (event, data) pairs ``chunk`` completes (usually several, often none)."""
+    def blocks(self, chunk: str) -> Sequence[str]:
+        """The events ``chunk`` completes, as raw blocks (their lines, no blank line)."""
         buf = self._buf
         if self._cr or "\r" in chunk:
             if self._cr:
@@ -70,17 +70,19 @@ class SSESplitter:
             chunk = chunk.replace("\r\n", "\n").replace("\r", "\n")
         if "\n\n" not in chunk and not (chunk[:1] == "\n" and buf[-1:] == "\n"):
             self._buf = buf + chunk
-            return []
+            return ()
         blocks = (buf + chunk).split("\n\n")
         self._buf = blocks.pop()
+        return blocks
+
+    def feed(self, chunk: str) -> list[tuple[str, str]]:
+        """The (event, data) pairs ``chunk`` completes (usually several, often none)."""
         out: list[tuple[str, str]] = []
-        for block in blocks:
+        for block in self.blocks(chunk):
             if block[:6] == "data: " and "\n" not in block:
                 out.append(("message", block[6:]))
-            elif block:
-                ev = _event(block)
-                if ev is not None:
-                    out.append(ev)
+            elif block and (ev := _event(block)) is not None:
+                out.append(ev)
         return out
 
     def close(self) -> list[tuple[str, str]]:
@@ -92,13 +94,18 @@ class SSESplitter:
 
 
 def sse_events(chunks: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """(event, data) pairs from an SSE body arriving as text chunks cut anywhere (``SSESplitter``)."""
+    """(event, data) pairs from an SSE body arriving as text chunks cut anywhere (``SSESplitter``;
+    the per-event step is ``feed``'s, written out here because this loop is the hot path)."""
     split = SSESplitter()
-    feed = split.feed
+    blocks = split.blocks
     for chunk in chunks:
-        events = feed(chunk)
-        if events:
-            yield from events
+        for block in blocks(chunk):
+            if block[:6] == "data: " and "\n" not in block:
+                yield "message", block[6:]
+            elif block:
+                ev = _event(block)
+                if ev is not None:
+                    yield ev
     yield from split.close()
 
 

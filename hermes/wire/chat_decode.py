@@ -23,7 +23,6 @@ from typing import Any
 
 import orjson
 
-from ..attempt import value_at
 from ..errors import StreamError
 from ..resolve import Resolved
 from ..routes import ROUTES
@@ -70,18 +69,25 @@ def _partial_suffix(s: str, tag: str) -> int:
     return 0
 
 
-def _sig_paths(path: str | None, table: Sequence[str]) -> tuple[str, ...]:
-    """A row's dotted signature path; ``None`` (no row) = every path the built-in table names,
-    so a route-less decoder still reads what any route sends."""
-    return tuple(p for p in dict.fromkeys(table if path is None else (path,)) if p)
+def _sig_paths(path: str | None, table: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """A row's dotted signature path as keys; ``None`` (no row) = every path the built-in
+    table names, so a route-less decoder still reads what any route sends."""
+    return tuple(tuple(p.split(".")) for p in dict.fromkeys(table if path is None else (path,)) if p)
 
 
-def _sig_at(obj: Mapping[str, Any], paths: tuple[str, ...]) -> str | None:
-    """The first non-empty string found at one of ``paths`` (untrusted input: anything else is no signature)."""
+def _sig_at(obj: Any, paths: tuple[tuple[str, ...], ...]) -> str | None:
+    """The first non-empty string at one of ``paths`` (untrusted input: anything else is no
+    signature). ``attempt.value_at`` reads dotted paths too; this one walks pre-split keys with
+    exact ``dict`` checks (parsed JSON) because it runs on every streamed tool-call chunk."""
     for path in paths:
-        sig = value_at(obj, path)
-        if isinstance(sig, str) and sig:
-            return sig
+        cur = obj
+        for name in path:
+            if type(cur) is not dict:
+                cur = None
+                break
+            cur = cur.get(name)
+        if type(cur) is str and cur:
+            return cur
     return None
 
 
@@ -105,7 +111,7 @@ class ChatDecoder:
         self.think_tags = think_tags
         self._call_at = _sig_paths(call_signature, _TABLE_CALL)
         self._text_at = _sig_paths(text_signature, _TABLE_TEXT)
-        self._text_heads = frozenset(p.partition(".")[0] for p in self._text_at)
+        self._text_heads = frozenset(p[0] for p in self._text_at)
         self._started = False
         self._mode = 0 if think_tags else 3
         """0 before content decided, 1 inside <think>, 2 after </think> (skipping blanks), 3 text."""
