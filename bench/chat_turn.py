@@ -31,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _instr
+from _timing import installed_env
 
 ROUTE, MODEL, KEY = "deepseek", "deepseek-v4-pro", "sk-bench-0000000000"
 
@@ -114,13 +115,14 @@ def main() -> None:
         url = emu.url(ROUTE)
         sid = populate(home / "state.db", url, args.turns)
         (home / "config.toml").write_text("context_budget = 100000000\n")
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        env = {k: v for k, v in installed_env().items() if not k.endswith("_API_KEY")}
         env.update(HERMES_HOME=str(home), DEEPSEEK_API_KEY=KEY)
         chat = [py, "-m", "hermes", "chat", "-q", "one more question", "-r", sid, "-p", ROUTE, "-m", MODEL, "-u", url]
         base = [py, "-c", BASELINE, str(home / "state.db"), sid]
         empty = [py, "-c", "pass"]
-        timed(chat, env)  # warm the page cache and .pyc files for both
+        timed(chat, env)  # warm the page cache and the .pyc files (see ``installed_env``) for both
         timed(base, env)
+        timed(empty, env)
         sent = emu.requests(ROUTE)[-1]
         n_msgs = len(sent["body"]["messages"]) if isinstance(sent.get("body"), dict) else -1
         ours = [timed(chat, env) for _ in range(args.runs)]

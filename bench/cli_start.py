@@ -12,14 +12,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import report
+from _timing import installed_env, report
 
 
 def median_run(cmd: list[str], runs: int = 9) -> float:
+    env = installed_env()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)  # fills the .pyc cache
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 

@@ -195,6 +195,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 _LETTERS = bytes(range(65, 91)) + bytes(range(97, 123))
 _PUNCT = bytes(c for c in range(33, 127) if not chr(c).isalnum())
+_NOT_PUNCT = bytes(c for c in range(256) if c not in _PUNCT)
 _PUNCT_ONE = bytes(1 if c in _PUNCT else 0 for c in range(256))
 _ZERO_ONE = bytes([1] + [0] * 255)
 _AS_WORDS = bytes(97 if c in _LETTERS else 32 for c in range(256))
@@ -215,8 +216,13 @@ def _ascii_count(text: str, m: TextModel) -> int | None:
         return None
     if b"  " in b:
         return None
-    punct = len(b) - len(b.translate(None, _PUNCT))
-    if punct > 1:  # a run of one punctuation mark counts once per 8: subtract repeats
+    marks = b.translate(None, _NOT_PUNCT)  # the punctuation characters, in order
+    punct = len(marks)
+    if punct > 1 and b"\x00" in (int.from_bytes(marks[:-1], "big") ^ int.from_bytes(marks[1:], "big")).to_bytes(
+            punct - 1, "big"):
+        # A run of one punctuation mark counts once per 8: subtract repeats. A repeat in the
+        # text is two equal neighbours among its marks too, so prose whose marks never repeat
+        # skips the search through the whole text.
         head = b[:-1]
         same = (int.from_bytes(head, "big") ^ int.from_bytes(b[1:], "big")).to_bytes(len(head), "big")
         repeat = (int.from_bytes(head.translate(_PUNCT_ONE), "big")

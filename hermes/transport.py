@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -97,6 +98,40 @@ def _retry_after(headers: Mapping[str, str], attempt: int) -> float:
     return min(0.25 * (2**attempt), 8.0)
 
 
+class _ByScheme(httpx.BaseTransport):
+    """httpx's default transport, made on first use per scheme: a plain ``http://`` base URL
+    (a local model server, the emulators, a sidecar) never pays for loading the CA bundle
+    (~40 ms per process), because its connection pool is given a TLS context with no CAs that
+    it never uses — were it ever asked for TLS it would refuse every certificate, never accept
+    one. ``https://`` gets exactly httpx's default (``verify=True``, ``SSL_CERT_FILE`` honoured).
+    Proxies from the environment are mounted by the client in front of this, as before."""
+
+    def __init__(self) -> None:
+        self._pools: dict[str, httpx.HTTPTransport] = {}
+        self._lock = threading.Lock()  # the gateway shares one Transport between threads
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        scheme = "http" if request.url.scheme == "http" else "https"
+        pool = self._pools.get(scheme)
+        if pool is None:
+            with self._lock:
+                pool = self._pools.get(scheme)
+                if pool is None:
+                    if scheme == "http":
+                        import ssl
+
+                        pool = httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), trust_env=True)
+                    else:
+                        pool = httpx.HTTPTransport(trust_env=True)
+                    self._pools[scheme] = pool
+        return pool.handle_request(request)
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
+
+
 class Transport:
     """HTTP client with the retry and error policy above."""
 
@@ -110,7 +145,7 @@ class Transport:
         self.max_retries = max_retries
         self.client = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=15.0),
-            transport=transport,
+            transport=transport if transport is not None else _ByScheme(),
             trust_env=True,
             follow_redirects=False,
         )

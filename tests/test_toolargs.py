@@ -117,3 +117,42 @@ def test_the_tool_runs_exactly_when_the_schema_accepts_the_arguments(args: dict[
     assert (not is_error) == valid == bool(ran)
     if not valid:
         assert text.startswith("error: arguments for scan do not match its schema:\n- $")
+
+
+SCALAR_TYPES = ["string", "boolean", "integer", "number", "null"]
+FLAT_SCHEMAS = st.builds(
+    lambda props, req, extra, noise: {
+        "type": "object",
+        "properties": {k: {"type": t, "description": "d"} | noise for k, t in props.items()},
+        "required": sorted(set(req)),
+        **({} if extra is None else {"additionalProperties": extra}),
+    },
+    st.dictionaries(st.sampled_from("abcd"), st.sampled_from(SCALAR_TYPES), max_size=4),
+    st.lists(st.sampled_from("abcde"), max_size=3),
+    st.none() | st.booleans(),
+    st.sampled_from([{}, {"default": 1}, {"minLength": 2}, {"enum": ["x", 1]}]),
+)
+FLAT_ARGS = st.dictionaries(st.sampled_from("abcde"), LEAF | st.floats(-3, 3) | st.just(2.0), max_size=5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(FLAT_SCHEMAS, FLAT_ARGS)
+def test_the_plain_fast_path_agrees_with_jsonschema(schema: dict[str, Any], args: dict[str, Any]) -> None:
+    """The no-import fast path for flat schemas (the built-ins' shape) only ever says "valid"
+    where jsonschema does; everything else gets jsonschema's verdict and text."""
+    from hermes.toolargs import _plainly_valid
+
+    valid = jsonschema.Draft202012Validator(schema).is_valid(args)
+    if _plainly_valid(schema, args):
+        assert valid
+    assert (check_args("t", schema, args) is None) == valid
+
+
+def test_the_builtin_tools_valid_calls_take_the_fast_path(tmp_path: Path) -> None:
+    from hermes.toolargs import _plainly_valid
+
+    box = load_toolbox(ToolContext(cwd=tmp_path), plugins=False)
+    specs = {s.name: s.parameters for s in box.specs}
+    assert _plainly_valid(specs["read_file"], {"path": "a.py"})
+    assert _plainly_valid(specs["search_files"], {"pattern": "x", "regex": True})
+    assert not _plainly_valid(specs["search_files"], {"pattern": "x", "regex": "yes"})  # jsonschema says why

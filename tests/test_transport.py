@@ -230,3 +230,43 @@ def test_connection_refused_is_a_connection_error() -> None:
         call(f"http://127.0.0.1:{port}/v1", retries=1)
     assert "cannot reach 127.0.0.1" in str(ei.value) and ei.value.hint
     assert CANARY not in everything(ei.value)
+
+
+@pytest.fixture
+def tls_server(tmp_path: Any) -> Iterator[tuple[Server, str]]:
+    """The scripted server behind TLS with a fresh self-signed certificate for 127.0.0.1."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    s = Server()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    s.httpd.socket = ctx.wrap_socket(s.httpd.socket, server_side=True)
+    s.url = s.url.replace("http://", "https://")
+    s.script.append(Answer())
+    yield s, str(cert)
+    s.close()
+
+
+def test_https_is_verified_as_httpx_does_and_plain_http_needs_no_ca_bundle(
+        tls_server: tuple[Server, str], server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default transport is made per scheme on first use: ``https://`` refuses a
+    certificate nobody vouches for and accepts it once ``SSL_CERT_FILE`` names it (httpx's own
+    default, environment honoured); ``http://`` works beside it on the same Transport."""
+    tls, cert = tls_server
+    with pytest.raises(ProviderConnectionError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+        call(tls.url, retries=0)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    server.script.append(Answer())
+    with Transport(max_retries=0) as t:
+        for url in (tls.url, server.url):
+            ex = provider.complete(resolve("generic", url, "m"), [Message.user("hi")], api_key=CANARY, transport=t)
+            assert ex.response.message.text == "hi"
+    assert len(tls.seen) == 1 and len(server.seen) == 1

@@ -80,7 +80,26 @@ def fail(message: str, hint: str = "") -> None:
     sys.exit(1)
 
 
+_UNUSED = ("trio", "httpx._main")
+"""Optional imports of our dependencies that no ``hermes`` command uses, marked absent while a
+command runs (each is a plain ``try: import`` in the library, which then goes without): httpcore
+imports trio, when installed, to support trio event loops (~140 ms); httpx imports its own
+command line and with it rich and pygments (~90 ms). Hermes's event loops are asyncio."""
+
+
 def main(argv: list[str] | None = None) -> Any:
+    blocked = [name for name in _UNUSED if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # the documented "not importable" marker
+    try:
+        return _main(argv)
+    finally:
+        for name in blocked:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
+def _main(argv: list[str] | None) -> Any:
     from ..errors import HermesError, redact
 
     try:
