@@ -44,14 +44,21 @@ def _short(s: str) -> str:
 
 _STRUCTURE = ("merge", "insert")
 """Turn-structure decisions: about the request's shape, not about any reasoning carrier."""
+_HASHED = ("reasoning_details", "reasoning_opaque", "extra_content")
+"""Carrier fields whose value is opaque: the log keeps short hashes of it."""
 
 
 def plan_summary(plan: Any) -> dict[str, Any]:
-    """Which reasoning fields a request carried: names, counts, lengths, blob hashes."""
+    """Which reasoning fields a request carried: names, counts, lengths, blob hashes.
+
+    Runs over every planned message of every request (8,000 for a 2,000-turn session), so the
+    loop keeps to one pass over each message's decisions and no per-item closure or dict."""
     fields: dict[str, dict[str, Any]] = {}
 
     def add(name: str, chars: int, blob: str | None = None) -> None:
-        f = fields.setdefault(name, {"messages": 0, "chars": 0, "hashes": []})
+        f = fields.get(name)
+        if f is None:
+            f = fields[name] = {"messages": 0, "chars": 0, "hashes": []}
         f["messages"] += 1
         f["chars"] += chars
         if blob is not None and len(f["hashes"]) < 8:
@@ -61,27 +68,44 @@ def plan_summary(plan: Any) -> dict[str, Any]:
     reasons: dict[str, int] = {}
     kinds: dict[tuple[tuple[str, str, int], ...], int] = {}
     turns: list[list[int]] = []  # runs of assistant messages with the same decisions
+    run: list[int] = [-1, -1, -1]
     for m in plan.messages:
+        decisions = m.decisions
         if m.role == "assistant":
-            kind = tuple((d.action, ",".join(d.fields), reasons.setdefault(d.reason, len(reasons)))
-                         for d in m.decisions if d.action not in _STRUCTURE)
-            k = kinds.setdefault(kind, len(kinds))
-            if turns and turns[-1][2] == k:
-                turns[-1][1] = m.index
+            kind = tuple([(d.action, ",".join(d.fields), reasons.setdefault(d.reason, len(reasons)))
+                          for d in decisions if d.action not in _STRUCTURE])
+            k = kinds.get(kind)
+            if k is None:
+                k = kinds[kind] = len(kinds)
+            if run[2] == k:
+                run[1] = m.index
             else:
-                turns.append([m.index, m.index, k])
+                run = [m.index, m.index, k]
+                turns.append(run)
         for name, value in m.fields.items():
+            if isinstance(value, str) and name not in _HASHED:  # the common case, inline
+                f = fields.get(name)
+                if f is None:
+                    f = fields[name] = {"messages": 0, "chars": 0, "hashes": []}
+                f["messages"] += 1
+                f["chars"] += len(value)
+                continue
             raw = value if isinstance(value, str) else orjson.dumps(value).decode()
-            add(name, len(raw), raw if name in ("reasoning_details", "reasoning_opaque", "extra_content") else None)
+            add(name, len(raw), raw if name in _HASHED else None)
         for p in m.parts:
             if isinstance(p, Reasoning):
                 add(f"block:{p.blob_kind or 'text'}", len(p.text) + len(p.blob or ""), p.blob)
-        for sig in m.tool_signatures.values():
-            add("tool_signature", len(sig), sig)
+        if m.tool_signatures:
+            for sig in m.tool_signatures.values():
+                add("tool_signature", len(sig), sig)
         if m.thought_signature:
             add("thought_signature", len(m.thought_signature), m.thought_signature)
-        pads += sum(1 for d in m.decisions if d.action == "pad")
-        dropped = sum(1 for d in m.decisions if d.action == "drop")
+        dropped = 0
+        for d in decisions:
+            if d.action == "pad":
+                pads += 1
+            elif d.action == "drop":
+                dropped += 1
         if dropped:
             fields.setdefault("dropped_parts", {"messages": 0, "chars": 0, "hashes": []})["messages"] += dropped
     t = plan.target
