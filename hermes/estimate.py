@@ -136,6 +136,11 @@ class Basis:
     def label(self) -> str:
         return self.encoding or f"ratio:{self.model.name}"
 
+    def __hash__(self) -> int:
+        """Part of ``count_text``'s cache key, hashed on every call: one string, not the text
+        model's nine floats (equal bases still hash equal)."""
+        return hash(self.encoding or self.model.name)
+
 
 _BASES: Mapping[str, Basis] = {
     "o200k_base": Basis("o200k_base", FAMILIES["o200k"]),
@@ -338,7 +343,8 @@ def plan_costs(plan: ReplayPlan, cache: BuildCache | None = None) -> list[int]:
     basis = basis_for(plan.target)
     if cache is None:
         return [message_cost(pm, basis) for pm in plan.messages]
-    return [cache.cost(pm, basis, lambda pm=pm: message_cost(pm, basis)) for pm in plan.messages]
+    key = basis.label  # a string: a cache hit compares it by identity, not field by field
+    return [cache.cost(pm, key, lambda pm=pm: message_cost(pm, basis)) for pm in plan.messages]
 
 
 def tools_cost(tools: Sequence[ToolSpec], basis: Basis) -> int:

@@ -13,9 +13,13 @@ See docs/rejections.md.
 
 from __future__ import annotations
 
-from .classifier import Lesson, classify
+from typing import TYPE_CHECKING, Any
+
 from .ledger import SESSION_KEY, RetryState, forget, learned_for, recover, remember, route_id
 from .vocabulary import CARRIERS, Mention, is_signature_rejection, mentions
+
+if TYPE_CHECKING:
+    from .classifier import Lesson, classify
 
 __all__ = [
     "CARRIERS",
@@ -32,3 +36,13 @@ __all__ = [
     "remember",
     "route_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``Lesson`` and ``classify`` load with the classifier (and ``hermes.attempt``) on first
+    use: every turn reads lessons through the ledger, only a refused request classifies."""
+    if name in ("Lesson", "classify"):
+        from . import classifier
+
+        return getattr(classifier, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ProviderHTTPError
 from ..replay import Learned
 from ..resolve import Resolved
-from .classifier import Lesson, classify
 from .vocabulary import CARRIERS
 
 if TYPE_CHECKING:
     from ..store import SessionStore
+    from .classifier import Lesson
 
 __all__ = ["SESSION_KEY", "RetryState", "forget", "learned_for", "recover", "remember", "route_id"]
 
@@ -114,6 +114,8 @@ def recover(store: SessionStore, session_id: str | None, target: Resolved, err: 
     session and the ledger do not know yet counts."""
     if retry.retried or err.attempt is None:
         return None
+    from .classifier import classify  # only a refused request needs it: every turn reads lessons
+
     lesson = classify(err.status, err.body, err.attempt).without(learned_for(store, session_id, target))
     if not lesson:
         return None
