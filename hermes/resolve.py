@@ -19,7 +19,6 @@ compaction read it instead of looking at model ids.
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -160,6 +159,8 @@ def _unknown_hint(table: Sequence[Route], name: str) -> str:
         listed = "; ".join(f"-p {r.key}" + (f" (or {', '.join(r.providers)})" if r.providers else "")
                            + f" = {r.label}" for r in alikes)
         return f"{listed}. `hermes routes` lists every route"
+    import difflib  # only an unknown route name needs it
+
     names = sorted({r.key for r in table} | {p for r in table for p in r.providers})
     close = difflib.get_close_matches(name.lower(), names, n=1) or [r.key for r in alikes]
     return (f"did you mean {close[0]!r}? " if close else "") + "`hermes routes` lists them"
