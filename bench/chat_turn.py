@@ -22,7 +22,6 @@ Last line: ``chat_turn ratio X.XX`` (wall, best of runs; target ≤ 3×).
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile

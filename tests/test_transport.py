@@ -261,7 +261,7 @@ def test_https_is_verified_as_httpx_does_and_plain_http_needs_no_ca_bundle(
     certificate nobody vouches for and accepts it once ``SSL_CERT_FILE`` names it (httpx's own
     default, environment honoured); ``http://`` works beside it on the same Transport."""
     tls, cert = tls_server
-    with pytest.raises(ProviderConnectionError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+    with pytest.raises(ProviderConnectionError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
         call(tls.url, retries=0)
     monkeypatch.setenv("SSL_CERT_FILE", cert)
     server.script.append(Answer())
