@@ -80,23 +80,35 @@ def fail(message: str, hint: str = "") -> None:
     sys.exit(1)
 
 
-_UNUSED = ("trio", "httpx._main")
-"""Optional imports of our dependencies that no ``hermes`` command uses, marked absent while a
-command runs (each is a plain ``try: import`` in the library, which then goes without): httpcore
+_UNUSED = {"trio": ("httpcore._synchronization", "httpcore._backends.trio"), "httpx._main": ("httpx",)}
+"""Optional imports that our dependencies make for features no ``hermes`` command uses: httpcore
 imports trio, when installed, to support trio event loops (~140 ms); httpx imports its own
 command line and with it rich and pygments (~90 ms). Hermes's event loops are asyncio."""
 
 
+class _SkipUnused:
+    """A meta path finder that refuses exactly those imports, and only when a module named in
+    ``_UNUSED`` asks (each asks inside a ``try: ... except ImportError``, and then goes
+    without). Anyone else importing trio — a plugin tool, say — gets it as usual."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        askers = _UNUSED.get(name)
+        if askers is not None:
+            frame = sys._getframe(1)
+            while frame is not None:
+                if frame.f_globals.get("__name__") in askers:
+                    raise ImportError(f"{name} is not loaded by the hermes command")
+                frame = frame.f_back  # type: ignore[assignment]
+        return None
+
+
 def main(argv: list[str] | None = None) -> Any:
-    blocked = [name for name in _UNUSED if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]  # the documented "not importable" marker
+    finder = _SkipUnused()
+    sys.meta_path.insert(0, finder)  # type: ignore[arg-type]
     try:
         return _main(argv)
     finally:
-        for name in blocked:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
+        sys.meta_path.remove(finder)  # type: ignore[arg-type]
 
 
 def _main(argv: list[str] | None) -> Any:
