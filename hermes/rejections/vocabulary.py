@@ -80,14 +80,14 @@ _SIGNATURE = _Rx(
     re.I,
 )
 _ECHO = _Rx(r"reasoning_content\W{0,3}\s+in the thinking mode must be passed back|reasoning_content\W{0,3}\s+"
-                   r"is missing in assistant tool call|missing\s+\W?reasoning_content", re.I)
+            r"is missing in assistant tool call|missing\s+\W?reasoning_content", re.I)
 """A must-echo refusal (DeepSeek / MiMo, Kimi), also when a gateway wraps it in ``metadata.raw``:
 the route wants *more* reasoning back, so it teaches "pad tool turns", never "drop the field"."""
 _BEDROCK_REDACTED = _Rx(r"validationexception.*(?:redacted|encrypt)", re.I | re.S)
 _NOT_SIGNATURE = _Rx(r"expected [`'\"]?thinking[`'\"]? or [`'\"]?redacted_thinking", re.I)
 _LIST_TAIL = _Rx(r"(?:expected one of|must be one of|one of the following|did you mean|allowed (?:keys|fields|"
-                        r"values|properties)|valid (?:keys|fields|parameters) are|supported (?:fields|parameters) are"
-                        r"|期望|应为)[^\n]*", re.I)
+                 r"values|properties)|valid (?:keys|fields|parameters) are|supported (?:fields|parameters) are"
+                 r"|期望|应为)[^\n]*", re.I)
 
 _P = r"[A-Za-z_$][\w$]*(?:(?:\.|\s?->\s?)[\w$]+|\[\s*['\"]?[\w$]+['\"]?\s*\])*"
 """A field path: ``x``, ``messages[1].x``, ``messages.2.assistant.x``, ``body -> messages -> 1 -> x``."""
@@ -102,30 +102,30 @@ _PATTERNS: tuple[tuple[_Rx, str], ...] = (
     (_Rx(rf"unknown name\s*{_Q}(?P<tok>{_P}){_QE}(?:\s*at\s*{_Q}(?P<where>{_P}){_QE})?", re.I), "top"),
     # Groq: ('messages.1' : property 'x' is unsupported)  /  property 'x' is unsupported
     (_Rx(rf"(?:{_Q}(?P<where>{_P}){_QE}\s*:\s*)?property\s*{_Q}(?P<tok>{_P}){_QE}\s*is\s+(?:unsupported|not "
-                rf"supported|not allowed|not permitted)", re.I), "top"),
+         rf"supported|not allowed|not permitted)", re.I), "top"),
     # OpenAI message level: Additional properties are not allowed ('x' was unexpected) - 'messages.2'
     (_Rx(rf"\(\s*(?P<toks>{_Q}[\w$]+{_QE}(?:\s*,\s*{_Q}[\w$]+{_QE})*)\s*(?:was|were)\s+unexpected\s*\)"
-                rf"(?:\s*-\s*{_Q}(?P<where>{_P}){_QE})?", re.I), "any"),
+         rf"(?:\s*-\s*{_Q}(?P<where>{_P}){_QE})?", re.I), "any"),
     # path first: messages.1.x: Extra inputs are not permitted / messages[2]: unknown field `x`
     (_Rx(rf"(?:{_Q}(?P<where>{_P}){_QE}\s*:\s*)?(?:unknown|unrecognized|unexpected|unsupported|extraneous)\s+"
-                rf"(?:field|parameter|property|key|argument)s?(?:\s+in\s+input)?\s*[:=]?\s*{_Q}(?P<tok>{_P})",
-                re.I), "any"),
+         rf"(?:field|parameter|property|key|argument)s?(?:\s+in\s+input)?\s*[:=]?\s*{_Q}(?P<tok>{_P})",
+         re.I), "any"),
     (_Rx(rf"{_Q}(?P<tok>{_P}){_QE}\s*:?\s+(?:extra inputs are not permitted|extra fields not permitted|"
-                rf"additional propert(?:y|ies) (?:is|are) not allowed)", re.I), "any"),
+         rf"additional propert(?:y|ies) (?:is|are) not allowed)", re.I), "any"),
     (_Rx(rf"extraneous key\s*\[(?P<tok>{_P})\]", re.I), "any"),
     (_Rx(rf"no such field\s*:?\s*{_Q}(?P<tok>{_P})", re.I), "any"),
     # name first: 'x' is not supported / is unknown / is not permitted
     (_Rx(rf"{_Q}(?P<tok>{_P}){_QE}\s+(?:is|are)\s+(?:an?\s+)?(?:unsupported|not supported|not allowed|not "
-                rf"permitted|unknown|not recognized|unrecognized|not a valid field|not a known field)\b", re.I), "any"),
+         rf"permitted|unknown|not recognized|unrecognized|not a valid field|not a known field)\b", re.I), "any"),
     # other languages, both word orders
     (_Rx(rf"(?:未知字段|未知参数|不支持的字段|不支持的参数|无法识别的字段|unbekanntes feld|unbekannter parameter|"
-                rf"champ inconnu|paramètre inconnu|campo desconocido|parámetro desconocido|campo sconosciuto|"
-                rf"campo desconhecido|不明なフィールド|未知のフィールド|неизвестное поле|неизвестный параметр)"
-                rf"\s*[:：]?\s*{_Q}(?P<tok>{_P})", re.I), "any"),
+         rf"champ inconnu|paramètre inconnu|campo desconocido|parámetro desconocido|campo sconosciuto|"
+         rf"campo desconhecido|不明なフィールド|未知のフィールド|неизвестное поле|неизвестный параметр)"
+         rf"\s*[:：]?\s*{_Q}(?P<tok>{_P})", re.I), "any"),
     (_Rx(rf"{_Q}(?P<tok>{_P}){_QE}\s*(?:字段)?\s*(?:是未知字段|为未知字段|不受支持|不被支持|不支持|"
-                rf"は不明なフィールドです|はサポートされていません|ist unbekannt|ist nicht erlaubt|wird nicht unterstützt|"
-                rf"n'est pas (?:reconnu|autorisé|pris en charge)|no es (?:reconocido|compatible|válido)|"
-                rf"no está permitido|non è (?:supportato|consentito)|не поддерживается|не разрешено)", re.I), "any"),
+         rf"は不明なフィールドです|はサポートされていません|ist unbekannt|ist nicht erlaubt|wird nicht unterstützt|"
+         rf"n'est pas (?:reconnu|autorisé|pris en charge)|no es (?:reconocido|compatible|válido)|"
+         rf"no está permitido|non è (?:supportato|consentito)|не поддерживается|не разрешено)", re.I), "any"),
 )
 
 
