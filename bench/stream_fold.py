@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _instr
 
 from hermes.messages import RouteKey
-from hermes.provider import sse_events
+from hermes.provider import sse_batches
 from hermes.stream import Accumulator
 from hermes.wire.openai_chat import ChatDecoder
 
@@ -77,9 +77,9 @@ def baseline(chunks: list[str]) -> int:
 
 def ours(chunks: list[str]) -> int:
     dec, acc = ChatDecoder(), Accumulator(ORIGIN)
-    feed_all, decode = acc.feed_all, dec.decode_event
-    for event, data in sse_events(chunks):
-        feed_all(decode(event, data))
+    feed_all, decode = acc.feed_all, dec.decode_events
+    for batch in sse_batches(chunks):
+        feed_all(decode(batch))
     return len(acc.result().message.parts)
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # every wire module is checked against the protocol
 
     _WIRES: tuple[Wire, ...] = (anthropic, bedrock, gemini, openai_chat, openai_responses)
 
-__all__ = ["Exchange", "SSESplitter", "complete", "decode_body", "get_wire", "iter_sse", "sse_events"]
+__all__ = ["Exchange", "SSESplitter", "complete", "decode_body", "get_wire", "iter_sse", "sse_batches", "sse_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,16 +40,20 @@ class Exchange:
 
 
 class SSESplitter:
-    """The SSE event splitter, fed text chunks cut anywhere; ``sse_events`` is its pull form.
+    """The SSE event splitter, fed text chunks cut anywhere: ``feed(chunk)`` returns the
+    (event, data) pairs that chunk completed (one network read's batch, often none),
+    ``close()`` the last event of a body that ended without its blank line.
 
-    The hot path of every stream, so the work per event is done in C where it can be: a chunk
-    is split into events on blank lines with one ``str.split``, and an event that is one
-    ``data: `` line (nearly all of them on chat routes) comes out as a slice without looking
-    at its lines. Everything else — ``event:`` names, multi-line data, comments, keep-alives,
-    ``\r\n`` or ``\r`` line ends, a final event without its blank line — takes the general
-    path (``_event``). The same events come out however the body was cut into chunks. The proxy
-    feeds it from its relay loop (``proxy.recorder``), Hermes's own client pulls through
-    ``sse_events``: one mechanism for both.
+    The hot path of every stream, so the work per event is done in C where it can be. Text
+    that starts with ``data: `` is split once on ``"\n\ndata: "``, which cuts it into the data
+    of one-line ``data:`` events (nearly all events on chat routes) without slicing any; one
+    search for a line end in them all tells that none was anything else. What follows the
+    last such event, and text of any other shape — ``event:`` names, multi-line data,
+    comments, keep-alives, ``\r\n`` or ``\r`` line ends — takes the general path
+    (``_blocks``). The same events come out however the body was cut into chunks; only how
+    they are grouped depends on the cuts. The proxy feeds it from its relay loop
+    (``proxy.recorder``), Hermes's own client pulls through ``sse_batches``: one mechanism
+    for both.
     """
 
     __slots__ = ("_buf", "_cr")
@@ -58,9 +62,7 @@ class SSESplitter:
         self._buf = ""
         self._cr = False  # a chunk ended in "\r": its "\n" may start the next chunk
 
-    def blocks(self, chunk: str) -> Sequence[str]:
-        """The events ``chunk`` completes, as raw blocks (their lines, no blank line)."""
-        buf = self._buf
+    def feed(self, chunk: str) -> list[tuple[str, str]]:
         if self._cr or "\r" in chunk:
             if self._cr:
                 chunk = "\r" + chunk
@@ -68,45 +70,66 @@ class SSESplitter:
             if self._cr:
                 chunk = chunk[:-1]
             chunk = chunk.replace("\r\n", "\n").replace("\r", "\n")
+        buf = self._buf
         if "\n\n" not in chunk and not (chunk[:1] == "\n" and buf[-1:] == "\n"):
             self._buf = buf + chunk
-            return ()
-        blocks = (buf + chunk).split("\n\n")
-        self._buf = blocks.pop()
-        return blocks
-
-    def feed(self, chunk: str) -> list[tuple[str, str]]:
-        """The (event, data) pairs ``chunk`` completes (usually several, often none)."""
-        out: list[tuple[str, str]] = []
-        for block in self.blocks(chunk):
-            if block[:6] == "data: " and "\n" not in block:
-                out.append(("message", block[6:]))
-            elif block and (ev := _event(block)) is not None:
-                out.append(ev)
-        return out
+            return []
+        text = buf + chunk
+        if text[:6] == "data: ":
+            datas = ("\n\n" + text).split("\n\ndata: ")
+            last = datas.pop()  # the last data event, perhaps incomplete, and what follows it
+            end = last.find("\n\n")
+            if end >= 0:
+                datas.append(last[:end])
+            if "\n" not in "".join(datas):  # each one line: all simple data events
+                batch = [("message", d) for d in datas[1:]]
+                if end < 0:
+                    self._buf = text[len(text) - len(last) - 6:]  # "data: " + the incomplete event
+                else:
+                    self._buf = _blocks(last[end + 2:], batch)
+                return batch
+        batch = []
+        self._buf = _blocks(text, batch)
+        return batch
 
     def close(self) -> list[tuple[str, str]]:
-        """The body ended: a last event without its blank line, if any."""
         buf, self._buf = self._buf + ("\n" if self._cr else ""), ""
         self._cr = False
         ev = _event(buf) if buf else None
         return [] if ev is None else [ev]
 
 
-def sse_events(chunks: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """(event, data) pairs from an SSE body arriving as text chunks cut anywhere (``SSESplitter``;
-    the per-event step is ``feed``'s, written out here because this loop is the hot path)."""
+def sse_batches(chunks: Iterable[str]) -> Iterator[list[tuple[str, str]]]:
+    """``SSESplitter``'s pull form: one list of (event, data) per chunk, then the last event of
+    a body that ended without its blank line."""
     split = SSESplitter()
-    blocks = split.blocks
+    feed = split.feed
     for chunk in chunks:
-        for block in blocks(chunk):
-            if block[:6] == "data: " and "\n" not in block:
-                yield "message", block[6:]
-            elif block:
-                ev = _event(block)
-                if ev is not None:
-                    yield ev
-    yield from split.close()
+        yield feed(chunk)
+    last = split.close()
+    if last:
+        yield last
+
+
+def sse_events(chunks: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """``sse_batches`` one event at a time."""
+    for batch in sse_batches(chunks):
+        yield from batch
+
+
+def _blocks(text: str, batch: list[tuple[str, str]]) -> str:
+    """The general path: the events of the complete blocks of ``text`` onto ``batch``; returns
+    the incomplete rest."""
+    blocks = text.split("\n\n")
+    rest = blocks.pop()
+    for block in blocks:
+        if block[:6] == "data: " and "\n" not in block:
+            batch.append(("message", block[6:]))
+        elif block:
+            ev = _event(block)
+            if ev is not None:
+                batch.append(ev)
+    return rest
 
 
 def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -204,8 +227,9 @@ def _send(wire: Wire, resolved: Resolved, body: dict[str, Any], *, stream: bool,
         raw = orjson.dumps(body)
         if stream:
             with t.stream(url, raw, headers, route=route) as r:
-                for event, data in sse_events(r.iter_text()):
-                    feed(dec.decode_event(event, data))
+                decode = dec.decode_events
+                for batch in sse_batches(r.iter_text()):
+                    feed(decode(batch))
         else:
             _, content = t.post_json(url, raw, headers, route=route)
             feed(dec.from_wire(decode_body(content, route)))

@@ -6,7 +6,7 @@ each module against the protocol in ``provider``) and does no I/O:
 * ``to_wire(plan, *, tools, settings, stream, cache) -> dict`` — the request body (Bedrock:
   the Converse keyword arguments). It renders the plan and never re-decides what is replayed.
 * ``decoder(resolved) -> Decoder`` — a fresh decoder for one response: ``decode_event(event,
-  data)`` for each streamed event, ``from_wire(payload)`` for a whole response, which yields
+  data)`` for each streamed event (``decode_events`` for the events of one network read), ``from_wire(payload)`` for a whole response, which yields
   the very deltas its stream would, so both fold to the same stored turn.
 * ``endpoint(resolved, *, stream) -> (url, headers)`` — where the request goes; extra headers
   come from the route row, auth from ``keys``.
@@ -46,6 +46,12 @@ class Decoder(Protocol):
 
     def decode_event(self, event: str, data: Any) -> list[Delta]: ...
 
+    def decode_events(self, events: Sequence[tuple[str, Any]]) -> list[Delta]:
+        """The events one network read completed, in order. May join their pieces into fewer
+        deltas (the chat wire does), but the fold of the result must be the fold of
+        ``decode_event`` on each: that is what keeps a stream cut anywhere == whole."""
+        ...
+
     def from_wire(self, payload: Any) -> list[Delta]: ...
 
 
@@ -56,6 +62,10 @@ class FunctionDecoder:
 
     decode_event: Callable[[str, Any], list[Delta]]
     from_wire: Callable[[Any], list[Delta]]
+
+    def decode_events(self, events: Sequence[tuple[str, Any]]) -> list[Delta]:
+        decode = self.decode_event
+        return [d for event, data in events for d in decode(event, data)]
 
 
 class Wire(Protocol):

@@ -172,6 +172,13 @@ class ChatDecoder:
             raise StreamError(f"malformed stream chunk ({_what(e)}): {data[:120]!r}") from None
         return out
 
+    def decode_events(self, events: Sequence[tuple[str, str]]) -> list[Delta]:
+        """Several events at once (the stream's hot path, ``chat_batch``): folds to what
+        ``decode_event`` of each folds to."""
+        from .chat_batch import decode_batch  # it reads this module's signature paths
+
+        return decode_batch(self, events)
+
     # --- shared body --------------------------------------------------------------------
     def _message(self, m: Mapping[str, Any], out: list[Delta], whole: bool) -> None:
         if not self._started:
