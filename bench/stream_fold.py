@@ -2,8 +2,8 @@
 
 100k reasoning / text / tool-call deltas as an SSE body, arriving in 16 KiB text chunks as
 from the network. (a) baseline: split the body into lines and ``orjson.loads`` every data
-line; (b) ours: ``provider.sse_events`` → ``ChatDecoder.decode_event`` → ``Accumulator`` fold
-into the stored turn. Prints both timings and the ratio (target ≤ 2×).
+line; (b) ours: ``provider.sse_batches`` → ``ChatDecoder.decode_events`` (one call per network
+read) → ``Accumulator`` fold into the stored turn. Prints both timings and the ratio (target ≤ 2×).
 
 Run: ``python bench/stream_fold.py [N] [--instructions]`` (the latter also counts both sides'
 instructions under callgrind on 10k deltas: stable on a loaded machine).
@@ -98,7 +98,7 @@ def main(n: int = 100_000) -> float:
     b = best_of(ours, chunks)
     print(f"deltas            {n}")
     print(f"baseline (split + orjson.loads)        {a * 1000:8.1f} ms  ({a / n * 1e6:.2f} µs/delta)")
-    print(f"ours (sse_events + decode + fold)    {b * 1000:8.1f} ms  ({b / n * 1e6:.2f} µs/delta)")
+    print(f"ours (sse_batches + decode + fold)   {b * 1000:8.1f} ms  ({b / n * 1e6:.2f} µs/delta)")
     print(f"stream_fold ratio {b / a:.2f}")
     return b / a
 

@@ -5,7 +5,7 @@ Contract under test: every decoder turns malformed input into a ``HermesError`` 
 another exception and never a hang. A *target* is one decoder path fed raw bytes, the way the
 bytes arrive in production:
 
-* ``<wire>.sse`` — response bytes → httpx's text decoder → ``provider.sse_events`` → the
+* ``<wire>.sse`` — response bytes → httpx's text decoder → ``provider.sse_batches`` → the
   wire's streaming decoder (the one ``provider.complete`` picks) → ``Accumulator.result()``;
 * ``<wire>.json`` — a whole body → ``provider.decode_body`` → ``from_wire`` → fold;
 * ``bedrock.frames`` — event-stream bytes → botocore's ``EventStream`` (the real buffer and
@@ -433,17 +433,17 @@ def _sse_target(wire: str) -> Callable[[bytes], None]:
     def run(data: bytes) -> None:
         import httpx
 
-        from hermes.provider import sse_events
+        from hermes.provider import sse_batches
         from hermes.wire import get_wire
 
         resolved = _route(wire)
-        decode = get_wire(wire).decoder(resolved).decode_event
+        decode = get_wire(wire).decoder(resolved).decode_events
         chunks = [data[i:i + 97] for i in range(0, len(data), 97)]
         response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(chunks))
 
         def pump(feed: Callable[[Sequence[Any]], None]) -> None:
-            for event, payload in sse_events(response.iter_text()):
-                feed(decode(event, payload))
+            for batch in sse_batches(response.iter_text()):
+                feed(decode(batch))
 
         _finish(resolved, pump)
 
