@@ -561,7 +561,7 @@ def test_most_generated_chat_streams_fold_to_a_turn() -> None:
     """The property above compares stored turns, not only errors, in a good share of streams."""
     turns = []
 
-    @settings(max_examples=100, deadline=None, database=None)
+    @settings(max_examples=200, deadline=None, database=None, derandomize=True)
     @given(datas=_chat_events())
     def count(datas: list[str]) -> None:
         turns.append(_fold_or_error(datas, [], False)[0] == "turn")
