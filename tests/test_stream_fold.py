@@ -465,6 +465,9 @@ _chat_delta = st.one_of(
                                               {"index": j, "function": {"arguments": a}}]},
               st.integers(0, 2), _txt, st.integers(0, 2)),
     st.builds(lambda t: {"content": [{"type": "text", "text": t}]}, _txt),
+    st.builds(lambda t: {"content": t, "sig": {"text": "S"}}, _txt),  # a row's own text_signature path
+    st.builds(lambda i, a: {"tool_calls": [{"index": i, "function": {"arguments": a}, "meta": {"sig": "S"}}]},
+              st.integers(0, 2), _txt),  # a row's own call_signature path
     st.just({"reasoning_text": "copilot", "reasoning_opaque": "op"}),
     st.just({"extra_content": {"google": {"thought_signature": "s"}}}),
     st.just({}),
@@ -521,10 +524,12 @@ def _chat_events(draw: st.DrawFn) -> list[str]:
     return out
 
 
-def _fold_or_error(datas: list[str], groups: list[int], think: bool) -> tuple[str, Any]:
+def _fold_or_error(datas: list[str], groups: list[int], think: bool, own_paths: bool = False) -> tuple[str, Any]:
     """The stored turn (or the error) from ``datas`` decoded in batches of the sizes ``groups``
-    (an empty ``groups``: event by event)."""
-    dec, acc = ChatDecoder(think_tags=think), Accumulator(ORIGIN)
+    (an empty ``groups``: event by event); ``own_paths``: a row whose signature paths are its
+    own, not the built-in table's."""
+    paths = {"call_signature": "meta.sig", "text_signature": "sig.text"} if own_paths else {}
+    dec, acc = ChatDecoder(think_tags=think, **paths), Accumulator(ORIGIN)
     events = [("message", d) for d in datas]
     try:
         if not groups:
@@ -544,14 +549,16 @@ def _fold_or_error(datas: list[str], groups: list[int], think: bool) -> tuple[st
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(datas=_chat_events(), groups=st.lists(st.integers(1, 12), min_size=1, max_size=5), think=st.booleans())
-def test_chat_batches_decode_like_events_one_by_one(datas: list[str], groups: list[int], think: bool) -> None:
+@given(datas=_chat_events(), groups=st.lists(st.integers(1, 12), min_size=1, max_size=5), think=st.booleans(),
+       own_paths=st.booleans())
+def test_chat_batches_decode_like_events_one_by_one(datas: list[str], groups: list[int], think: bool,
+                                                    own_paths: bool) -> None:
     """The joined hot path (``decode_events``) against ``decode_event`` on each chunk, on
     streams that mix the common chunk shapes with every near miss and every other kind of
     chunk: the same stored turn, or an error either way, however the events are grouped.
     (Which error is named may differ when a stream has two faults: a fragment the fold
     refuses is refused when it is folded, which for a batch is after the batch decoded.)"""
-    batched, alone = _fold_or_error(datas, groups, think), _fold_or_error(datas, [], think)
+    batched, alone = _fold_or_error(datas, groups, think, own_paths), _fold_or_error(datas, [], think, own_paths)
     assert batched[0] == alone[0], (batched, alone)
     if alone[0] == "turn":
         assert batched == alone
@@ -568,3 +575,21 @@ def test_most_generated_chat_streams_fold_to_a_turn() -> None:
 
     count()
     assert sum(turns) > len(turns) // 5, (sum(turns), len(turns))
+
+
+def test_batches_read_signatures_at_the_rows_own_paths() -> None:
+    """A row with its own signature paths: a chunk carrying one there is never joined past it."""
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return orjson.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).decode()
+
+    datas = [chunk({"content": "a"}), chunk({"content": "b", "sig": {"text": "S"}}),
+             chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "ls", "arguments": ""}}]}),
+             chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+             chunk({"tool_calls": [{"index": 0, "function": {"arguments": ""}, "meta": {"sig": "T"}}]}),
+             chunk({}, "tool_calls")]
+    batched = _fold_or_error(datas, [len(datas)], False, own_paths=True)
+    assert batched == _fold_or_error(datas, [], False, own_paths=True)
+    assert batched[0] == "turn"
+    turn = orjson.loads(batched[1][0])
+    assert turn["parts"][0]["native"]["thought_signature"] == "S"
+    assert turn["parts"][0]["native"]["tool_signatures"] == [["c1", "T"]]
