@@ -3,7 +3,7 @@
 
 Two figures per route:
 * cold — a fresh process's first build (e.g. ``--resume``): every message planned and rendered;
-* step — the agent's rebuild after one more tool step, with the conversation's BuildCache:
+* step — the agent's rebuild after one more tool step, with the conversation's BuildMemo:
   only the new messages are planned and rendered, the rest is reused.
 
     python bench/replay_build.py      # prints `replay_build ratio X.XX` (step, worst route; target ≤ 1.5×)
@@ -24,8 +24,8 @@ import _instr
 from _timing import best_of
 
 from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
-from hermes.provider import get_wire
-from hermes.replay import BuildCache, Settings, plan_replay
+from hermes.provider import build_body, get_wire
+from hermes.replay import BuildMemo, Settings, plan_replay
 from hermes.resolve import Resolved, resolve
 
 ROUTES = [("openrouter", "anthropic/claude-sonnet-4.5"), ("deepseek", "deepseek-v4"), ("anthropic", "claude-opus-5")]
@@ -49,10 +49,10 @@ def turn(target: Resolved, i: int) -> list[Message]:
             Message("assistant", (Text(f"answer {i}"),))]
 
 
-def build(target: Resolved, history: list[Message], cache: BuildCache | None) -> bytes:
+def build(target: Resolved, history: list[Message], cache: BuildMemo | None) -> bytes:
     wire = get_wire(target.route.wire)
     plan = plan_replay(history, target, settings=SETTINGS, cache=cache)
-    return orjson.dumps(wire.to_wire(plan, tools=(), settings=SETTINGS, stream=False, cache=cache))
+    return orjson.dumps(build_body(wire, plan, tools=(), settings=SETTINGS, stream=False, memo=cache))
 
 
 def measure(key: str, model: str) -> tuple[float, float]:
@@ -61,7 +61,7 @@ def measure(key: str, model: str) -> tuple[float, float]:
     body = orjson.loads(build(target, history, None))
     baseline = best_of(lambda: orjson.dumps(body), runs=7)
     cold = best_of(lambda: build(target, history, None), runs=3)
-    cache = BuildCache()
+    cache = BuildMemo()
     build(target, history, cache)
     grown = list(history)
 
@@ -83,7 +83,7 @@ def count_worker(route: int, what: str) -> None:
     if what == "cold":
         _instr.region(lambda: build(target, history, None))
     elif what == "step":  # the next tool step's rebuild with the conversation's warm cache
-        cache = BuildCache()
+        cache = BuildMemo()
         build(target, history, cache)
         grown = [*history, *turn(target, len(history))]
         _instr.region(lambda: build(target, grown, cache))

@@ -19,7 +19,7 @@ from .events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFin
 from .logs import log_event, plan_summary
 from .messages import Message
 from .provider import Exchange, complete
-from .replay import BuildCache, Settings
+from .replay import BuildMemo, Settings
 from .resolve import Resolved
 from .stream import Delta
 from .tools import Toolbox
@@ -62,7 +62,7 @@ class Agent:
     max_steps: int = 12
     transport: Transport | None = None
     on_event: EventSink | None = None
-    cache: BuildCache = field(default_factory=BuildCache)
+    cache: BuildMemo = field(default_factory=BuildMemo)
     """Plans and renders of already-built messages, reused by the next request."""
     compactor: AutoCompactor | None = None
     """Optional preflight hook (``hermes.compactor.AutoCompactor``): ``before_request`` may

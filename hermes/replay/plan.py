@@ -92,6 +92,9 @@ class PlannedMessage:
     """(field, blob kind, stored blob) of signed blobs merged into ``fields`` (chat routes'
     ``reasoning_details``), for the attempt record a rejection is judged against (hashed only
     there, when a request fails)."""
+    key: tuple[Any, ...] | None = field(default=None, kw_only=True, compare=False, repr=False)
+    """What this result was computed from, as a value (``replay.memo``): set when a
+    ``BuildMemo`` planned it, so its render and cost are memoised under the same key."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .cache import BuildCache, common_prefix
+from .memo import BuildMemo, shared_prefix
 from .plan import Decision, PlannedMessage
 
 __all__ = ["structure"]
@@ -50,20 +50,20 @@ def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
     return True
 
 
-def _marked(pm: PlannedMessage, cache: BuildCache | None, *, joins: bool = False, placeholder: bool = False,
+def _marked(pm: PlannedMessage, cache: BuildMemo | None, *, joins: bool = False, placeholder: bool = False,
             decisions: tuple[Decision, ...]) -> PlannedMessage:
-    """``pm`` with its structure marks; the same input gives the same object (render reuse)."""
+    """``pm`` with its structure marks (memoised under them: the same input, the same result)."""
     def make() -> PlannedMessage:
         return replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
 
-    return make() if cache is None else cache.get(pm, ("structure", joins, placeholder), make)
+    return make() if cache is None else cache.derived(pm, ("structure", joins, placeholder), make)
 
 
 def structure(planned: Sequence[PlannedMessage], wire: str,
-              cache: BuildCache | None = None) -> tuple[list[PlannedMessage], bool]:
+              cache: BuildMemo | None = None) -> tuple[list[PlannedMessage], bool]:
     """(planned messages with their structure marks, whether a placeholder user turn ends the
     request) for ``wire``. With a ``cache``, the previous request's marks are reused up to the
-    first planned message that changed (a mark depends only on the messages before it)."""
+    first planned message whose key changed (a mark depends only on the messages before it)."""
     why = _WHY_ALTERNATE.get(wire)
     if why is None:
         return planned if isinstance(planned, list) else list(planned), False
@@ -71,9 +71,12 @@ def structure(planned: Sequence[PlannedMessage], wire: str,
     state: list[tuple[str | None, int]] = []  # (side of the last turn opened, last non-system) before each
     prev: str | None = None
     last = -1
+    keys = [pm.key for pm in planned] if cache is not None else []
     if cache is not None and cache.last_structure is not None and cache.last_structure[0] == wire:
         _, prev_in, prev_out, prev_state = cache.last_structure
-        k = common_prefix(prev_in, planned)
+        k = shared_prefix(prev_in, keys)
+        if None in keys[:k]:  # an unkeyed planned message is never reused
+            k = keys.index(None)
         if k:
             out, state = prev_out[:k], prev_state[:k]
             prev, last = prev_state[k - 1]
@@ -101,7 +104,7 @@ def structure(planned: Sequence[PlannedMessage], wire: str,
         out.append(pm)
         state.append((prev, last))
     if cache is not None:
-        cache.last_structure = (wire, list(planned), out, state)
+        cache.last_structure = (wire, keys, out, state)
     if wire != "bedrock" or (last >= 0 and _side(out[last]) == "user"):
         return list(out), False
     out = list(out)  # the closing mark belongs to this request only: never into the reused prefix
@@ -109,5 +112,5 @@ def structure(planned: Sequence[PlannedMessage], wire: str,
         pm = out[last]
         closing = Decision(None, "insert", ("after",),
                            f"placeholder user turn last: the request must not end on the model; {why}")
-        out[last] = replace(pm, decisions=(*pm.decisions, closing))
+        out[last] = replace(pm, decisions=(*pm.decisions, closing), key=None)  # this request's only
     return out, True
