@@ -35,9 +35,15 @@ import orjson
 from ..messages import Message, digest_of
 from .plan import PlannedMessage
 
-__all__ = ["BuildMemo", "context", "digests", "render_with", "serialised", "shared_prefix"]
+__all__ = ["FORMAT", "BuildMemo", "context", "digests", "render_context", "render_with", "serialised",
+           "shared_prefix"]
 
 Key = tuple[Any, ...]
+
+FORMAT = 1
+"""Version of what a kept result holds and how wires render: part of every ``context``, so
+results kept by a Hermes that built differently are never found. Bump it with any change
+to a wire's ``render_message``, a planner's output or a ``logs.Summary``."""
 
 _KEEP_CONTEXTS = 2
 """Contexts whose entries a memo keeps (the current one and the one before: a route switch
@@ -63,7 +69,12 @@ def context(*values: Any) -> bytes:
     """The fingerprint of everything a request's per-message results depend on besides the
     message itself: ``context(target, learned)``. Stable across processes (sets are sorted,
     no ``hash()``), so it can key persisted results too."""
-    return hashlib.sha256(orjson.dumps(_plain(values))).digest()[:16]
+    return hashlib.sha256(orjson.dumps([FORMAT, _plain(values)])).digest()[:16]
+
+
+def render_context(route: Any) -> tuple[str, str, str]:
+    """What a wire's per-message render reads besides the planned message."""
+    return route.wire, route.call_signature, route.text_signature
 
 
 def digests(messages: Sequence[Message]) -> list[bytes]:
@@ -93,8 +104,8 @@ class BuildMemo:
     ``last_*`` attributes are the request-wide scans of the previous request, each with the
     digests (or plan keys) of what it covered; a new request reuses the part that agrees."""
 
-    __slots__ = ("_contexts", "costs", "last_ids", "last_plan", "last_render", "last_structure", "last_window",
-                 "plans", "renders")
+    __slots__ = ("_contexts", "costs", "kept", "last_ids", "last_plan", "last_render", "last_structure",
+                 "last_window", "plans", "renders", "restored", "summaries")
 
     def __init__(self) -> None:
         self._contexts: list[bytes] = []
@@ -104,6 +115,12 @@ class BuildMemo:
         """(plan key, render context) → what the wire rendered for it, serialised."""
         self.costs: dict[tuple[Key, str], int] = {}
         """(plan key, pricing basis) → raw token cost (``estimate.message_cost``)."""
+        self.summaries: dict[Key, Any] = {}
+        """plan key → what the message carried, for the request log (``logs.message_summary``)."""
+        self.kept: set[Key] = set()
+        """Plan keys whose results the store holds (restored from it or saved to it)."""
+        self.restored: set[tuple[str, bytes]] = set()
+        """(session, context) pairs whose kept results were loaded into this memo."""
         self.last_window: tuple[list[bytes], int] | None = None
         """(digests of the history, window start) of the previous plan."""
         self.last_plan: tuple[bytes, list[bytes], int, list[PlannedMessage]] | None = None
@@ -129,6 +146,8 @@ class BuildMemo:
             self.plans = {k: v for k, v in self.plans.items() if k[0] in keep}
             self.renders = {k: v for k, v in self.renders.items() if k[0][0] in keep}
             self.costs = {k: v for k, v in self.costs.items() if k[0][0] in keep}
+            self.summaries = {k: v for k, v in self.summaries.items() if k[0] in keep}
+            self.kept = {k for k in self.kept if k[0] in keep}
 
     def derived(self, pm: PlannedMessage, rule: Any, compute: Callable[[], PlannedMessage]) -> PlannedMessage:
         """``pm`` after a request-wide rule (``rule``: a value saying exactly what it applied)."""

@@ -95,6 +95,9 @@ class PlannedMessage:
     key: tuple[Any, ...] | None = field(default=None, kw_only=True, compare=False, repr=False)
     """What this result was computed from, as a value (``replay.memo``): set when a
     ``BuildMemo`` planned it, so its render and cost are memoised under the same key."""
+    kept: bool = field(default=False, kw_only=True, compare=False, repr=False)
+    """A stand-in for a message whose results (render, cost, log summary) were kept from an
+    earlier process (``store.renders``): it holds no parts; everything is read by ``key``."""
 
 
 @dataclass(frozen=True, slots=True)

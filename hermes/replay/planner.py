@@ -19,7 +19,7 @@ from .chat import plan_chat
 from .gemini import plan_gemini
 from .memo import BuildMemo, context, digests, shared_prefix
 from .plan import Decision, Learned, PlannedMessage, ReplayPlan, Settings
-from .structure import structure
+from .structure import alternates, structure
 
 __all__ = ["plan_replay"]
 
@@ -54,6 +54,8 @@ def plan_replay(
     if route.tool_ids != "any":
         mapping = _request_id_map(msgs, route.tool_ids, cache)
         if mapping:
+            if cache is not None:  # the rule reads parts: kept stand-ins are planned for real
+                planned = _unkept(cache, planned, msgs, start, target, learned)
             planned = [_remap_ids(pm, mapping, cache) for pm in planned]
     notes: list[str] = []
     thinking = settings.thinking
@@ -89,6 +91,8 @@ def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved,
     loop_start = open_loop_start(msgs)
     ctx = context(target, learned)
     memo.use_context(ctx)
+    # a kept result stands in for planning only where no request-wide rule reads the parts
+    standins = bool(memo.kept) and not alternates(target.route.wire)
     planned: list[PlannedMessage] = []
     if memo.last_plan is not None and memo.last_plan[0] == ctx:
         _, prev_ds, prev_loop, prev_planned = memo.last_plan
@@ -98,15 +102,38 @@ def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved,
         m = msgs[offset]
         index = start + offset
         loop = m.role == "assistant" and offset >= loop_start
-        pm = memo.plans.get((ctx, index, ds[offset], loop))
+        key = (ctx, index, ds[offset], loop)
+        pm = memo.plans.get(key)
         if pm is None:
-            pm = (planner(index, m, target, learned, loop) if m.role == "assistant"
-                  else PlannedMessage(index, m.role, m.parts))
-            pm.key = (ctx, index, ds[offset], loop)
-            memo.plans[pm.key] = pm
+            if standins and key in memo.kept:
+                pm = PlannedMessage(index, m.role, (), kept=True)
+            else:
+                pm = (planner(index, m, target, learned, loop) if m.role == "assistant"
+                      else PlannedMessage(index, m.role, m.parts))
+            pm.key = key
+            memo.plans[key] = pm
         planned.append(pm)
     memo.last_plan = (ctx, ds, loop_start, list(planned))
     return start, msgs, planned, loop_start
+
+
+def _unkept(memo: BuildMemo, planned: list[PlannedMessage], msgs: Sequence[Message], start: int,
+            target: Resolved, learned: Learned) -> list[PlannedMessage]:
+    """``planned`` with each kept stand-in replaced by the message's real plan (same key)."""
+    if not any(pm.kept for pm in planned):
+        return planned
+    planner = _PLANNERS[target.route.wire]
+    out = []
+    for pm in planned:
+        key = pm.key
+        if pm.kept and key is not None:
+            m = msgs[pm.index - start]
+            real = (planner(pm.index, m, target, learned, key[3]) if m.role == "assistant"
+                    else PlannedMessage(pm.index, m.role, m.parts))
+            real.key = key
+            memo.plans[key] = pm = real
+        out.append(pm)
+    return out
 
 
 def _part_ids(parts: Sequence[Part]) -> list[str]:

@@ -24,13 +24,18 @@ from dataclasses import replace
 from .memo import BuildMemo, shared_prefix
 from .plan import Decision, PlannedMessage
 
-__all__ = ["structure"]
+__all__ = ["alternates", "structure"]
 
 _WHY_ALTERNATE = {
     "anthropic": "the Messages API wants user and assistant turns to alternate",
     "gemini": "Gemini wants user and model turns to alternate",
     "bedrock": "Converse wants user and assistant turns to alternate",
 }
+
+
+def alternates(wire: str) -> bool:
+    """Whether ``wire`` has an alternation rule (so its structure pass reads every message)."""
+    return wire in _WHY_ALTERNATE
 
 
 def _side(pm: PlannedMessage) -> str:

@@ -1,0 +1,117 @@
+"""Kept build results: a session's per-message renders, costs and log summaries in the store,
+so the first request of a new process (``hermes chat -q --resume``, a gateway turn on a
+session this worker has not seen) splices bytes instead of planning and rendering the whole
+history again.
+
+Two side effects at the edges of a turn, around the pure build (``replay.memo``):
+
+* ``restore`` — before a turn's first request: the store's rows for the request's context
+  (``replay.memo.context``: route row, host, model, profile, lessons) go into the
+  conversation's ``BuildMemo``. A row counts only under its message's digest, index and
+  loop position, so a row for another message value, another route, profile, model or
+  lesson is never found.
+* ``keep`` — after a turn committed: the results the memo built for committed messages in
+  that context are written (one context per session; ``store.renders``).
+
+Only wires that render message by message (``Wire.render_message``) keep results, and the
+planner uses a kept result instead of planning only where no request-wide rule reads the
+message's parts (``replay.planner``); elsewhere the memo still saves the work in process.
+A failure to read or write kept results never fails a turn: it costs a cold build.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import orjson
+
+from .errors import StoreError
+from .estimate import basis_for, message_cost
+from .logs import hashed, log_event, message_summary
+from .messages import Message, digest_of
+from .replay import BuildMemo, Learned, context
+from .replay.memo import render_context
+from .resolve import Resolved
+from .wire import get_wire
+
+if TYPE_CHECKING:
+    from .store import Built, SessionStore
+
+__all__ = ["keep", "restore"]
+
+
+def _keeps(target: Resolved) -> bool:
+    return get_wire(target.route.wire).render_message is not None
+
+
+def restore(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved, learned: Learned) -> int:
+    """Load the session's kept results for this request context into ``memo`` (once per
+    session and context); returns how many rows were loaded."""
+    if not _keeps(target):
+        return 0
+    ctx = context(target, learned)
+    if (session_id, ctx) in memo.restored:
+        return 0
+    memo.restored.add((session_id, ctx))
+    try:
+        rows = store.load_renders(session_id, ctx)
+    except StoreError as e:
+        log_event("kept_results_unreadable", session=session_id, error=str(e)[:200])
+        return 0
+    rctx = render_context(target.route)
+    n = 0
+    for seq, digest, loop, body, basis, cost, summary in rows:
+        try:
+            kind, adds, pads, dropped = orjson.loads(summary)
+            rec = (tuple((str(a), str(f), str(r)) for a, f, r in kind),
+                   tuple((str(name), int(chars), None, None if h is None else str(h)) for name, chars, _, h in adds),
+                   int(pads), int(dropped))
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            continue  # an undecodable row is a miss: that message is built again
+        key = (ctx, seq, digest, loop)
+        memo.renders[(key, rctx)] = body
+        memo.costs[(key, basis)] = cost
+        memo.summaries[key] = rec
+        memo.kept.add(key)
+        n += 1
+    return n
+
+
+def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved, learned: Learned,
+         history: list[Message]) -> int:
+    """Write the results ``memo`` built for the committed ``history`` in this request context
+    that the store does not hold yet; returns how many rows were written."""
+    if not _keeps(target):
+        return 0
+    ctx = context(target, learned)
+    rctx = render_context(target.route)
+    basis = basis_for(target)
+    rows: list[Built] = []
+    fresh = []
+    for key, pm in list(memo.plans.items()):
+        if len(key) != 4 or key[0] != ctx or key in memo.kept or pm.kept:
+            continue
+        _, index, digest, loop = key
+        if index >= len(history) or digest_of(history[index]) != digest:
+            continue  # not a committed message (or not this session's): never kept
+        body = memo.renders.get((key, rctx))
+        if body is None:
+            continue
+        cost = memo.costs.get((key, basis.label))
+        if cost is None:
+            cost = memo.costs[(key, basis.label)] = message_cost(pm, basis)
+        summary = memo.summaries.get(key)
+        if summary is None:
+            summary = memo.summaries[key] = message_summary(pm)
+        rows.append((index, digest, loop, body, basis.label, cost, orjson.dumps(hashed(summary)).decode()))
+        fresh.append(key)
+    if not rows and (session_id, ctx) in memo.restored:
+        return 0
+    try:
+        store.save_renders(session_id, ctx, rows)
+    except StoreError as e:
+        log_event("kept_results_unwritten", session=session_id, error=str(e)[:200])
+        return 0
+    memo.kept.update(fresh)
+    memo.restored.add((session_id, ctx))
+    return len(rows)
