@@ -13,9 +13,10 @@ Two side effects at the edges of a turn, around the pure build (``replay.memo``)
 * ``keep`` — after a turn committed: the results the memo built for committed messages in
   that context are written (one context per session; ``store.renders``).
 
-Only wires that render message by message (``Wire.render_message``) keep results, and the
-planner uses a kept result instead of planning only where no request-wide rule reads the
-message's parts (``replay.planner``); elsewhere the memo still saves the work in process.
+Only wires that render message by message (``Wire.render_message``) keep results. The
+planner uses a kept result instead of planning a message before the open tool loop, unless a
+request-wide rule must read its parts (a tool-id mapping, thinking off on a signed wire):
+then those messages are planned again (``replay.planner``).
 A failure to read or write kept results never fails a turn: it costs a cold build.
 """
 
@@ -72,7 +73,7 @@ def restore(memo: BuildMemo, store: SessionStore, session_id: str, target: Resol
         memo.renders[(key, rctx)] = body
         memo.costs[(key, basis)] = cost
         memo.summaries[key] = rec
-        memo.kept.add(key)
+        memo.kept[key] = not body
         n += 1
     return n
 
@@ -87,7 +88,7 @@ def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved
     rctx = render_context(target.route)
     basis = basis_for(target)
     rows: list[Built] = []
-    fresh = []
+    fresh: list[tuple[tuple[object, ...], bool]] = []
     for key, pm in list(memo.plans.items()):
         if len(key) != 4 or key[0] != ctx or key in memo.kept or pm.kept:
             continue
@@ -104,7 +105,7 @@ def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved
         if summary is None:
             summary = memo.summaries[key] = message_summary(pm)
         rows.append((index, digest, loop, body, basis.label, cost, orjson.dumps(hashed(summary)).decode()))
-        fresh.append(key)
+        fresh.append((key, not body))
     if not rows and (session_id, ctx) in memo.restored:
         return 0
     try:

@@ -16,6 +16,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_replay_properties import LEARNED, MODELS, _target, histories
 
 from hermes.estimate import raw_plan_tokens
 from hermes.kept import keep, restore
@@ -26,8 +27,6 @@ from hermes.replay import BuildMemo, Learned, Settings, context, plan_replay
 from hermes.routes import ROUTES
 from hermes.store import Store
 from hermes.wire import ToolSpec
-
-from test_replay_properties import LEARNED, MODELS, _target, histories
 
 ROUTE_KEYS = [r.key for r in ROUTES]  # every row of the table, none by hand
 TOOLS = (ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),)
@@ -71,10 +70,12 @@ def test_cold_equals_warm_equals_fresh_on_every_route(history, key, model, learn
     # what the log and the token estimate read comes from the kept results just the same
     assert plan_summary(cold_plan, cold_memo) == plan_summary(fresh_plan)
     assert raw_plan_tokens(cold_plan, tools=TOOLS, cache=cold_memo) == raw_plan_tokens(fresh_plan, tools=TOOLS)
-    if target.route.wire == "openai_chat" and target.route.tool_ids == "any":
-        # the cold build really used the kept results: no message was planned again
+    if get_wire(target.route.wire).render_message is not None and target.route.tool_ids == "any" and (
+            cold_plan.thinking or target.route.policy != "signed"):
+        # the cold build really used the kept results: no message before the open tool loop
+        # was planned again (loop messages are: the request-wide loop rules read them)
         assert restored >= len(cold_plan.messages)
-        assert all(pm.kept for pm in cold_plan.messages)
+        assert all(pm.kept for pm in cold_plan.messages if pm.key is not None and not pm.key[3])
 
 
 def _history() -> list[Message]:
@@ -185,3 +186,24 @@ def test_only_committed_messages_are_kept(tmp_path):
     memo = BuildMemo()
     _build([*loaded, Message.user("pending")], target, Learned(), Settings(), memo)
     assert keep(memo, store, sid, target, Learned(), loaded) == 4
+
+
+@pytest.mark.parametrize("key", ["anthropic", "deepseek"])
+def test_a_new_process_plans_nothing_before_the_loop(tmp_path, key):
+    """On a wire that merges turns (Anthropic) as on a chat route: every message before the
+    open tool loop comes from the kept results (the structure pass reads only their kept
+    render's emptiness), and the body equals a fresh build."""
+    target = _target(key, "m-1")
+    store = Store(tmp_path / "state.db")
+    history = [m for m in _history() if not m.reasoning] + [Message.user("next")]
+    sid, loaded = _stored(store, history)
+    memo = BuildMemo()
+    _build(loaded, target, Learned(), Settings(), memo)
+    keep(memo, store, sid, target, Learned(), loaded)
+    cold = BuildMemo()
+    assert restore(cold, store, sid, target, Learned()) == len(loaded)
+    body, plan = _build(loaded, target, Learned(), Settings(), cold)
+    assert body == _build(loaded, target, Learned(), Settings(), None)[0]
+    assert plan is not None and all(pm.kept for pm in plan.messages)
+    if key == "anthropic":  # tool results and the next question merge into one user turn
+        assert any(pm.joins for pm in plan.messages)

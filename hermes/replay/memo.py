@@ -117,8 +117,9 @@ class BuildMemo:
         """(plan key, pricing basis) → raw token cost (``estimate.message_cost``)."""
         self.summaries: dict[Key, Any] = {}
         """plan key → what the message carried, for the request log (``logs.message_summary``)."""
-        self.kept: set[Key] = set()
-        """Plan keys whose results the store holds (restored from it or saved to it)."""
+        self.kept: dict[Key, bool] = {}
+        """Plan keys whose results the store holds (restored from it or saved to it) → whether
+        the message's render is empty."""
         self.restored: set[tuple[str, bytes]] = set()
         """(session, context) pairs whose kept results were loaded into this memo."""
         self.last_window: tuple[list[bytes], int] | None = None
@@ -147,7 +148,7 @@ class BuildMemo:
             self.renders = {k: v for k, v in self.renders.items() if k[0][0] in keep}
             self.costs = {k: v for k, v in self.costs.items() if k[0][0] in keep}
             self.summaries = {k: v for k, v in self.summaries.items() if k[0] in keep}
-            self.kept = {k for k in self.kept if k[0] in keep}
+            self.kept = {k: v for k, v in self.kept.items() if k[0] in keep}
 
     def derived(self, pm: PlannedMessage, rule: Any, compute: Callable[[], PlannedMessage]) -> PlannedMessage:
         """``pm`` after a request-wide rule (``rule``: a value saying exactly what it applied)."""

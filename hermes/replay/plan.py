@@ -98,6 +98,8 @@ class PlannedMessage:
     kept: bool = field(default=False, kw_only=True, compare=False, repr=False)
     """A stand-in for a message whose results (render, cost, log summary) were kept from an
     earlier process (``store.renders``): it holds no parts; everything is read by ``key``."""
+    empty: bool = field(default=False, kw_only=True, compare=False, repr=False)
+    """For a kept stand-in: its render is empty (the structure pass needs to know)."""
 
 
 @dataclass(frozen=True, slots=True)

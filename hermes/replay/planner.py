@@ -19,7 +19,7 @@ from .chat import plan_chat
 from .gemini import plan_gemini
 from .memo import BuildMemo, context, digests, shared_prefix
 from .plan import Decision, Learned, PlannedMessage, ReplayPlan, Settings
-from .structure import alternates, structure
+from .structure import structure
 
 __all__ = ["plan_replay"]
 
@@ -69,6 +69,8 @@ def plan_replay(
                 "thinking block this route may receive (it came from another route)"
             )
     if not thinking and signed_loop:
+        if cache is not None:  # the rule reads parts: kept stand-ins are planned for real
+            planned = _unkept(cache, planned, msgs, start, target, learned)
         planned = [_without_reasoning(p, cache) for p in planned]
     planned, placeholder_after = structure(planned, route.wire, cache)
     return ReplayPlan(target, tuple(planned), _request_fields(target, settings, thinking), thinking, tuple(notes),
@@ -91,8 +93,7 @@ def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved,
     loop_start = open_loop_start(msgs)
     ctx = context(target, learned)
     memo.use_context(ctx)
-    # a kept result stands in for planning only where no request-wide rule reads the parts
-    standins = bool(memo.kept) and not alternates(target.route.wire)
+    kept = memo.kept
     planned: list[PlannedMessage] = []
     if memo.last_plan is not None and memo.last_plan[0] == ctx:
         _, prev_ds, prev_loop, prev_planned = memo.last_plan
@@ -105,8 +106,8 @@ def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved,
         key = (ctx, index, ds[offset], loop)
         pm = memo.plans.get(key)
         if pm is None:
-            if standins and key in memo.kept:
-                pm = PlannedMessage(index, m.role, (), kept=True)
+            if not loop and key in kept:  # results kept by an earlier process stand in for it
+                pm = PlannedMessage(index, m.role, (), kept=True, empty=kept[key])
             else:
                 pm = (planner(index, m, target, learned, loop) if m.role == "assistant"
                       else PlannedMessage(index, m.role, m.parts))

@@ -24,18 +24,13 @@ from dataclasses import replace
 from .memo import BuildMemo, shared_prefix
 from .plan import Decision, PlannedMessage
 
-__all__ = ["alternates", "structure"]
+__all__ = ["structure"]
 
 _WHY_ALTERNATE = {
     "anthropic": "the Messages API wants user and assistant turns to alternate",
     "gemini": "Gemini wants user and model turns to alternate",
     "bedrock": "Converse wants user and assistant turns to alternate",
 }
-
-
-def alternates(wire: str) -> bool:
-    """Whether ``wire`` has an alternation rule (so its structure pass reads every message)."""
-    return wire in _WHY_ALTERNATE
 
 
 def _side(pm: PlannedMessage) -> str:
@@ -45,6 +40,8 @@ def _side(pm: PlannedMessage) -> str:
 def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
     """True when the wire has no block for any part (empty text; on Anthropic also an empty
     summary), so the message opens no turn and does not break a run of the other side."""
+    if pm.kept:
+        return pm.empty  # a kept stand-in: its kept render says
     for p in pm.parts:  # ``kind`` compares cheaper than isinstance; most messages stop at once
         k = p.kind
         if k == "text":
@@ -57,11 +54,19 @@ def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
 
 def _marked(pm: PlannedMessage, cache: BuildMemo | None, *, joins: bool = False, placeholder: bool = False,
             decisions: tuple[Decision, ...]) -> PlannedMessage:
-    """``pm`` with its structure marks (memoised under them: the same input, the same result)."""
-    def make() -> PlannedMessage:
-        return replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
+    """``pm`` with its structure marks (memoised under them: the same input, the same result).
 
-    return make() if cache is None else cache.derived(pm, ("structure", joins, placeholder), make)
+    The result keeps ``pm``'s key: marks change neither the message's own render (a wire
+    reads them when it assembles turns), nor its cost, nor its log summary (structure
+    decisions are not summarised), so those results — kept ones too — are shared."""
+    if cache is None or pm.key is None:
+        return replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
+    k = (*pm.key, ("structure", joins, placeholder))
+    out = cache.plans.get(k)
+    if out is None:
+        out = replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
+        cache.plans[k] = out  # ``out.key`` stays ``pm.key`` (copied by ``replace``)
+    return out
 
 
 def structure(planned: Sequence[PlannedMessage], wire: str,
