@@ -89,7 +89,9 @@ def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
     kinds: dict[tuple[tuple[str, str, int], ...], int] = {}
     turns: list[list[int]] = []  # runs of assistant messages with the same decisions
     summaries = memo.summaries if memo is not None else None
+    kept = 0
     for m in plan.messages:
+        kept += m.kept
         rec = summaries.get(m.key) if summaries is not None and m.key is not None else None
         if rec is None:
             rec = message_summary(m)
@@ -117,7 +119,7 @@ def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
             "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,
             "window": plan.messages[0].index if plan.messages else 0,
             "turns": turns, "kinds": [[list(d) for d in kind] for kind in kinds], "reasons": list(reasons),
-            "notes": list(plan.notes)}
+            "notes": list(plan.notes), "kept": kept}
 
 
 SHORT_NAMES = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}
