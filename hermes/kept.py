@@ -38,7 +38,7 @@ from .wire import get_wire
 if TYPE_CHECKING:
     from .store import Built, SessionStore
 
-__all__ = ["keep", "restore"]
+__all__ = ["fill", "keep", "restore"]
 
 
 def _keeps(target: Resolved) -> bool:
@@ -59,6 +59,12 @@ def restore(memo: BuildMemo, store: SessionStore, session_id: str, target: Resol
     except StoreError as e:
         log_event("kept_results_unreadable", session=session_id, error=str(e)[:200])
         return 0
+    return fill(memo, target, learned, rows)
+
+
+def fill(memo: BuildMemo, target: Resolved, learned: Learned, rows: list[Built]) -> int:
+    """Put kept ``rows`` (``SessionStore.load_renders`` for this context) into ``memo``."""
+    ctx = context(target, learned)
     rctx = render_context(target.route)
     n = 0
     for seq, digest, loop, body, basis, cost, summary in rows:
