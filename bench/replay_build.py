@@ -108,8 +108,8 @@ def measure(key: str, model: str, d: Path) -> dict[str, float]:
         build(target, grown, cache)
 
     warm = best_of(step, runs=7)
+    store.close()  # as a finished ``chat -q`` leaves it: the write-ahead log checkpointed
     rss = rss_of(key, d / f"{key}.db", sid)
-    store.close()
     print(f"replay_build[{key}]: orjson {baseline * 1e3:.1f} ms · cold build from kept results {kept * 1e3:.1f} ms "
           f"({kept / baseline:.1f}×) · without kept results {fresh * 1e3:.1f} ms ({fresh / baseline:.1f}×) · "
           f"next-step build {warm * 1e3:.1f} ms ({warm / baseline:.2f}×) · kept results load {load_kept * 1e3:.1f} ms "
