@@ -334,8 +334,12 @@ def plan_costs(plan: ReplayPlan, cache: BuildMemo | None = None) -> list[int]:
         return [message_cost(pm, basis) for pm in plan.messages]
     label = basis.label
     costs = cache.costs
+    kept = cache.kept
     out: list[int] = []
     for pm in plan.messages:
+        if pm.kept:  # a stand-in: the kept row holds its cost (its basis is in the context)
+            out.append(kept[pm.key][5])  # type: ignore[index]
+            continue
         if pm.key is None:
             out.append(message_cost(pm, basis))
             continue

@@ -63,25 +63,14 @@ def restore(memo: BuildMemo, store: SessionStore, session_id: str, target: Resol
 
 
 def fill(memo: BuildMemo, target: Resolved, learned: Learned, rows: list[Built]) -> int:
-    """Put kept ``rows`` (``SessionStore.load_renders`` for this context) into ``memo``."""
+    """Put kept ``rows`` (``SessionStore.load_renders`` for this context) into ``memo``: each
+    under its plan key, whole (the render, cost and summary are read from the row when used:
+    a new process does one dictionary store per message here)."""
     ctx = context(target, learned)
-    rctx = render_context(target.route)
-    n = 0
-    for seq, digest, loop, body, basis, cost, summary in rows:
-        try:
-            kind, adds, pads, dropped = orjson.loads(summary)
-            rec = (tuple((str(a), str(f), str(r)) for a, f, r in kind),
-                   tuple((str(name), int(chars), None, None if h is None else str(h)) for name, chars, _, h in adds),
-                   int(pads), int(dropped))
-        except (orjson.JSONDecodeError, TypeError, ValueError):
-            continue  # an undecodable row is a miss: that message is built again
-        key = (ctx, seq, digest, loop)
-        memo.renders[(key, rctx)] = body
-        memo.costs[(key, basis)] = cost
-        memo.summaries[key] = rec
-        memo.kept[key] = not body
-        n += 1
-    return n
+    kept = memo.kept
+    for row in rows:
+        kept[(ctx, row[0], row[1], row[2])] = row
+    return len(rows)
 
 
 def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved, learned: Learned,
@@ -94,7 +83,7 @@ def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved
     rctx = render_context(target.route)
     basis = basis_for(target)
     rows: list[Built] = []
-    fresh: list[tuple[tuple[object, ...], bool]] = []
+    fresh: list[tuple[object, ...]] = []
     for key, pm in list(memo.plans.items()):
         if len(key) != 4 or key[0] != ctx or key in memo.kept or pm.kept:
             continue
@@ -111,7 +100,7 @@ def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved
         if summary is None:
             summary = memo.summaries[key] = message_summary(pm)
         rows.append((index, digest, loop, body, basis.label, cost, orjson.dumps(hashed(summary)).decode()))
-        fresh.append((key, not body))
+        fresh.append(key)
     if not rows and (session_id, ctx) in memo.restored:
         return 0
     try:
@@ -119,6 +108,6 @@ def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved
     except StoreError as e:
         log_event("kept_results_unwritten", session=session_id, error=str(e)[:200])
         return 0
-    memo.kept.update(fresh)
+    memo.kept.update(dict.fromkeys(fresh))
     memo.restored.add((session_id, ctx))
     return len(rows)

@@ -80,6 +80,21 @@ def hashed(summary: Summary) -> Summary:
     return kind, tuple((n, c, None, h if blob is None else _short(blob)) for n, c, blob, h in adds), pads, dropped
 
 
+_UNKNOWN: Summary = ((), (), 0, 0)
+
+
+def _kept_summary(row: Any) -> Summary:
+    """The ``Summary`` kept in a ``store.renders`` row (decoded when a log first needs it); a
+    row whose summary does not decode counts as carrying nothing (its render is still exact)."""
+    try:
+        kind, adds, pads, dropped = orjson.loads(row[6])
+        return (tuple((str(a), str(f), str(r)) for a, f, r in kind),
+                tuple((str(n), int(c), None, None if h is None else str(h)) for n, c, _, h in adds),
+                int(pads), int(dropped))
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return _UNKNOWN
+
+
 def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
     """Which reasoning fields a request carried: names, counts, lengths, blob hashes. With the
     conversation's ``memo`` (``replay.BuildMemo``) each message's ``Summary`` comes from it."""
@@ -94,7 +109,7 @@ def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
         kept += m.kept
         rec = summaries.get(m.key) if summaries is not None and m.key is not None else None
         if rec is None:
-            rec = message_summary(m)
+            rec = _kept_summary(memo.kept[m.key]) if m.kept else message_summary(m)
             if summaries is not None and m.key is not None:
                 summaries[m.key] = rec
         decided, adds, m_pads, dropped = rec

@@ -68,7 +68,9 @@ def test_cold_equals_warm_equals_fresh_on_every_route(history, key, model, learn
     if fresh_plan is None or cold_plan is None:
         return
     # what the log and the token estimate read comes from the kept results just the same
-    assert plan_summary(cold_plan, cold_memo) == plan_summary(fresh_plan)
+    logged, logged_fresh = plan_summary(cold_plan, cold_memo), plan_summary(fresh_plan)
+    assert logged_fresh.pop("kept") == 0 and logged.pop("kept") == sum(pm.kept for pm in cold_plan.messages)
+    assert logged == logged_fresh
     assert raw_plan_tokens(cold_plan, tools=TOOLS, cache=cold_memo) == raw_plan_tokens(fresh_plan, tools=TOOLS)
     if get_wire(target.route.wire).render_message is not None and target.route.tool_ids == "any" and (
             cold_plan.thinking or target.route.policy != "signed"):
@@ -161,7 +163,13 @@ def test_undecodable_rows_are_misses(tmp_path):
         store._c.execute("UPDATE renders SET body = 'text, not bytes' WHERE seq = 2")
         store._c.execute("UPDATE renders SET digest = X'00' WHERE seq = 3")
     assert len(store.load_renders(sid, ctx)) == len(loaded) - 2  # wrong types are left out on load
-    assert _cold(store, sid, loaded, target) == len(loaded) - 3  # the bad summary is skipped on restore
+    assert _cold(store, sid, loaded, target) == len(loaded) - 2  # those two messages are built again
+    memo = BuildMemo()  # a summary that does not decode costs that message's log entry, nothing else
+    restore(memo, store, sid, target, Learned())
+    body, plan = _build(loaded, target, Learned(), Settings(), memo)
+    assert plan is not None
+    before_loop = [pm for pm in plan.messages if pm.key is not None and not pm.key[3]]
+    assert plan_summary(plan, memo)["kept"] == len(before_loop) - 2
 
 
 def test_one_context_per_session_is_kept(tmp_path):

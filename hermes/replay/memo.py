@@ -117,9 +117,10 @@ class BuildMemo:
         """(plan key, pricing basis) → raw token cost (``estimate.message_cost``)."""
         self.summaries: dict[Key, Any] = {}
         """plan key → what the message carried, for the request log (``logs.message_summary``)."""
-        self.kept: dict[Key, bool] = {}
-        """Plan keys whose results the store holds (restored from it or saved to it) → whether
-        the message's render is empty."""
+        self.kept: dict[Key, tuple[Any, ...] | None] = {}
+        """Plan keys whose results the store holds → the kept row restored from it (``store.
+        renders.Built``: its render, cost and summary are read from there), or None for a
+        result this process built and saved."""
         self.restored: set[tuple[str, bytes]] = set()
         """(session, context) pairs whose kept results were loaded into this memo."""
         self.last_window: tuple[list[bytes], int] | None = None
@@ -184,7 +185,11 @@ def render_with(memo: BuildMemo, planned: Sequence[PlannedMessage], rctx: Any,
             n = keys.index(None)
         out = last[2][:n]
     renders = memo.renders
+    kept = memo.kept
     for pm in planned[len(out):]:
+        if pm.kept:  # a stand-in: its kept row holds the render
+            out.append(kept[pm.key][3])  # type: ignore[index]
+            continue
         if pm.key is None:
             out.append(serialised(render(pm)))
             continue

@@ -106,8 +106,9 @@ def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved,
         key = (ctx, index, ds[offset], loop)
         pm = memo.plans.get(key)
         if pm is None:
-            if not loop and key in kept:  # results kept by an earlier process stand in for it
-                pm = PlannedMessage(index, m.role, (), kept=True, empty=kept[key])
+            row = kept.get(key) if kept and not loop else None
+            if row is not None:  # results kept by an earlier process stand in for it
+                pm = PlannedMessage(index, m.role, (), kept=True, empty=not row[3])
             else:
                 pm = (planner(index, m, target, learned, loop) if m.role == "assistant"
                       else PlannedMessage(index, m.role, m.parts))
