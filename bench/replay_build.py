@@ -130,7 +130,10 @@ def rss_worker(key: str, db: str, sid: str) -> None:
     with Store(Path(db)) as store:
         history = store.load(sid)
         cold(target, history, store.load_renders(sid, context(target, Learned())))
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    # VmHWM, not ru_maxrss: after fork + exec ru_maxrss can still hold the (large) parent's peak
+    status = Path("/proc/self/status").read_text()
+    hwm = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), None)
+    print(int(hwm) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def count_worker(route: int, what: str, db: str = "", sid: str = "") -> None:
