@@ -215,3 +215,34 @@ def test_a_new_process_plans_nothing_before_the_loop(tmp_path, key):
     assert plan is not None and all(pm.kept for pm in plan.messages)
     if key == "anthropic":  # tool results and the next question merge into one user turn
         assert any(pm.joins for pm in plan.messages)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_kept_results_round_trip_on_both_backends(tmp_path, backend, request):
+    """Digests are stored with the messages and read back with them (nothing hashed on load),
+    kept rows round-trip byte for byte, a branch copies digests, and deleting the session
+    deletes its rows — on SQLite and on a real PostgreSQL."""
+    from hermes.messages import message_digest
+    from hermes.store.pg import PgStore
+
+    store = Store(tmp_path / "state.db") if backend == "sqlite" else PgStore(request.getfixturevalue("pg_url"))
+    with store:
+        target = _target("openrouter", "m-1")
+        sid, loaded = _stored(store, _history())  # type: ignore[arg-type]
+        assert all(m.digest == message_digest(m) for m in loaded)  # read from the column, and right
+        memo = BuildMemo()
+        _build(loaded, target, Learned(), Settings(), memo)
+        assert keep(memo, store, sid, target, Learned(), loaded) == len(loaded)
+        ctx = context(target, Learned())
+        rows = store.load_renders(sid, ctx)
+        assert sorted((r[0], r[3]) for r in rows) == sorted(
+            (k[1], memo.renders[(k, ("openai_chat", target.route.call_signature, target.route.text_signature))])
+            for k in memo.plans if len(k) == 4)
+        assert _cold(store, sid, loaded, target) == len(loaded)
+        branch = store.branch(sid)
+        assert [m.digest for m in store.load(branch)] == [m.digest for m in loaded]
+        assert store.load_renders(branch, ctx) == []  # a branch keeps its own, from its first turn
+        store.delete_session(sid)
+        assert store.load_renders(sid, ctx) == []
+        store.save_renders(sid, ctx, rows)  # a deleted session keeps nothing
+        assert store.load_renders(sid, ctx) == []
