@@ -166,7 +166,7 @@ def test_undecodable_rows_are_misses(tmp_path):
     assert _cold(store, sid, loaded, target) == len(loaded) - 2  # those two messages are built again
     memo = BuildMemo()  # a summary that does not decode costs that message's log entry, nothing else
     restore(memo, store, sid, target, Learned())
-    body, plan = _build(loaded, target, Learned(), Settings(), memo)
+    _, plan = _build(loaded, target, Learned(), Settings(), memo)
     assert plan is not None
     before_loop = [pm for pm in plan.messages if pm.key is not None and not pm.key[3]]
     assert plan_summary(plan, memo)["kept"] == len(before_loop) - 2
