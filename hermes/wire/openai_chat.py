@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
+import orjson
+
 from ..errors import UnsupportedPart
 from ..messages import Compaction, Part, Text, ToolCall, ToolResult
 from ..replay import PlannedMessage, ReplayPlan, Settings
