@@ -1,20 +1,28 @@
 """Request build: plan + render + serialise a 2,000-turn history (tool turns, 2 KB reasoning,
 4 KB blobs) for three routes, against orjson.dumps of the same final body, in the same run.
 
-Two figures per route:
-* cold — a fresh process's first build (e.g. ``--resume``): every message planned and rendered;
-* step — the agent's rebuild after one more tool step, with the conversation's BuildCache:
-  only the new messages are planned and rendered, the rest is reused.
+Figures per route:
+* cold — a new process's first build of a stored session (``chat -q --resume``, a gateway
+  turn on a session this worker has not seen): the history and the session's kept build
+  results loaded from the store, then restored into an empty memo and built (``hermes.kept``);
+* fresh — the same build with no kept results (a session whose results were never kept);
+* step — the agent's rebuild after one more tool step, with the conversation's BuildMemo:
+  only the new messages are planned and rendered, the rest is reused;
+* load — reading the kept results from SQLite vs reading the history itself (``Store.load``);
+* rss — peak RSS of a new process that loads the session and builds it from kept results.
 
     python bench/replay_build.py      # prints `replay_build ratio X.XX` (step, worst route; target ≤ 1.5×)
-    python bench/replay_build.py --instructions   # + cold build vs orjson.dumps in instructions (callgrind)
+    python bench/replay_build.py --instructions   # + the same comparisons in instructions (callgrind)
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import resource
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import orjson
@@ -23,10 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _instr
 from _timing import best_of
 
+from hermes.kept import fill, keep
 from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
-from hermes.provider import get_wire
-from hermes.replay import BuildCache, Settings, plan_replay
+from hermes.provider import build_body, get_wire
+from hermes.replay import BuildMemo, Learned, Settings, context, plan_replay
 from hermes.resolve import Resolved, resolve
+from hermes.store import Store
 
 ROUTES = [("openrouter", "anthropic/claude-sonnet-4.5"), ("deepseek", "deepseek-v4"), ("anthropic", "claude-opus-5")]
 SETTINGS = Settings()
@@ -49,19 +59,47 @@ def turn(target: Resolved, i: int) -> list[Message]:
             Message("assistant", (Text(f"answer {i}"),))]
 
 
-def build(target: Resolved, history: list[Message], cache: BuildCache | None) -> bytes:
+def build(target: Resolved, history: list[Message], cache: BuildMemo | None) -> bytes:
     wire = get_wire(target.route.wire)
     plan = plan_replay(history, target, settings=SETTINGS, cache=cache)
-    return orjson.dumps(wire.to_wire(plan, tools=(), settings=SETTINGS, stream=False, cache=cache))
+    return orjson.dumps(build_body(wire, plan, tools=(), settings=SETTINGS, stream=False, memo=cache))
 
 
-def measure(key: str, model: str) -> tuple[float, float]:
-    target = resolve(key, None, model)
+def stored(target: Resolved, db: Path) -> tuple[Store, str]:
+    """A store holding the 2,000-turn session and the results its last build kept."""
+    store = Store(db)
+    sid = store.create_session(provider=target.route.key, model=target.model)
     history = [m for i in range(2000) for m in turn(target, i)]
+    for i in range(0, len(history), 400):
+        store.append_turn(sid, history[i:i + 400])
+    loaded = store.load(sid)
+    memo = BuildMemo()
+    build(target, loaded, memo)
+    keep(memo, store, sid, target, Learned(), loaded)
+    return store, sid
+
+
+def cold(target: Resolved, history: list[Message], rows: list) -> bytes:
+    """A new process's build: an empty memo, the kept rows put in, then the request."""
+    memo = BuildMemo()
+    fill(memo, target, Learned(), rows)
+    return build(target, history, memo)
+
+
+def measure(key: str, model: str, d: Path) -> dict[str, float]:
+    target = resolve(key, None, model)
+    store, sid = stored(target, d / f"{key}.db")
+    history = store.load(sid)
+    ctx = context(target, Learned())
+    rows = store.load_renders(sid, ctx)
     body = orjson.loads(build(target, history, None))
     baseline = best_of(lambda: orjson.dumps(body), runs=7)
-    cold = best_of(lambda: build(target, history, None), runs=3)
-    cache = BuildCache()
+    assert cold(target, history, rows) == orjson.dumps(body)  # the figure is for the very same bytes
+    kept = best_of(lambda: cold(target, history, rows), runs=5)
+    fresh = best_of(lambda: build(target, history, None), runs=3)
+    load = best_of(lambda: store.load(sid), runs=3)
+    load_kept = best_of(lambda: store.load_renders(sid, ctx), runs=3)
+    cache = BuildMemo()
     build(target, history, cache)
     grown = list(history)
 
@@ -70,20 +108,49 @@ def measure(key: str, model: str) -> tuple[float, float]:
         build(target, grown, cache)
 
     warm = best_of(step, runs=7)
-    print(f"replay_build[{key}]: orjson {baseline * 1e3:.1f} ms · cold build {cold * 1e3:.1f} ms "
-          f"({cold / baseline:.1f}×) · next-step build {warm * 1e3:.1f} ms ({warm / baseline:.2f}×)")
-    return cold / baseline, warm / baseline
+    store.close()  # as a finished ``chat -q`` leaves it: the write-ahead log checkpointed
+    rss = rss_of(key, d / f"{key}.db", sid)
+    print(f"replay_build[{key}]: orjson {baseline * 1e3:.1f} ms · cold build from kept results {kept * 1e3:.1f} ms "
+          f"({kept / baseline:.1f}×) · without kept results {fresh * 1e3:.1f} ms ({fresh / baseline:.1f}×) · "
+          f"next-step build {warm * 1e3:.1f} ms ({warm / baseline:.2f}×) · kept results load {load_kept * 1e3:.1f} ms "
+          f"vs history load {load * 1e3:.1f} ms ({load_kept / load:.2f}×) · peak RSS {rss:.1f} MiB")
+    return {"cold": kept / baseline, "fresh": fresh / baseline, "step": warm / baseline, "load": load_kept / load,
+            "rss": rss}
 
 
-def count_worker(route: int, what: str) -> None:
-    """Under callgrind (see ``_instr.count_region``): one cold build or one ``orjson.dumps``."""
+def rss_of(key: str, db: Path, sid: str) -> float:
+    """Peak RSS (MiB) of a new process that loads the session and builds it from kept results."""
+    out = subprocess.run([sys.executable, __file__, "--rss", key, str(db), sid], capture_output=True, text=True,
+                         check=True)
+    return float(out.stdout.split()[-1])
+
+
+def rss_worker(key: str, db: str, sid: str) -> None:
+    target = resolve(key, None, dict(ROUTES)[key])
+    with Store(Path(db)) as store:
+        history = store.load(sid)
+        cold(target, history, store.load_renders(sid, context(target, Learned())))
+    # VmHWM, not ru_maxrss: after fork + exec ru_maxrss can still hold the (large) parent's peak
+    status = Path("/proc/self/status").read_text()
+    hwm = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), None)
+    print(int(hwm) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def count_worker(route: int, what: str, db: str = "", sid: str = "") -> None:
+    """Under callgrind (see ``_instr.count_region``): one build or one ``orjson.dumps``."""
     key, model = ROUTES[route]
     target = resolve(key, None, model)
+    if what == "kept":  # a new process: history and kept results from the store, then the build
+        with Store(Path(db)) as store:
+            history = store.load(sid)
+            rows = store.load_renders(sid, context(target, Learned()))
+        _instr.region(lambda: cold(target, history, rows))
+        return
     history = [m for i in range(2000) for m in turn(target, i)]
     if what == "cold":
         _instr.region(lambda: build(target, history, None))
-    elif what == "step":  # the next tool step's rebuild with the conversation's warm cache
-        cache = BuildCache()
+    elif what == "step":  # the next tool step's rebuild with the conversation's warm memo
+        cache = BuildMemo()
         build(target, history, cache)
         grown = [*history, *turn(target, len(history))]
         _instr.region(lambda: build(target, grown, cache))
@@ -92,30 +159,46 @@ def count_worker(route: int, what: str) -> None:
         _instr.region(lambda: orjson.dumps(body))
 
 
-def instructions() -> None:
-    ratios, steps = [], []
-    for i, (key, _) in enumerate(ROUTES):
+def instructions(d: Path) -> None:
+    ratios, steps, fresh = [], [], []
+    for i, (key, model) in enumerate(ROUTES):
+        _, sid = stored(resolve(key, None, model), d / f"i{key}.db")
         argv = [_instr.python(), __file__, "--count", str(i)]
-        cold, step, base = (_instr.count_region([*argv, w]) for w in ("cold", "step", "dumps"))
-        if cold and step and base:
-            print(f"replay_build[{key}]: instructions cold build {cold / 1e6:.0f} M, next-step build "
-                  f"{step / 1e6:.1f} M, orjson.dumps {base / 1e6:.1f} M ({cold / base:.1f}×, {step / base:.2f}×)")
-            ratios.append(cold / base)
+        kept = _instr.count_region([*argv, "kept", str(d / f"i{key}.db"), sid])
+        full, step, base = (_instr.count_region([*argv, w]) for w in ("cold", "step", "dumps"))
+        if kept and full and step and base:
+            print(f"replay_build[{key}]: instructions cold build from kept results {kept / 1e6:.0f} M, without "
+                  f"{full / 1e6:.0f} M, next-step build {step / 1e6:.1f} M, orjson.dumps {base / 1e6:.1f} M "
+                  f"({kept / base:.2f}×, {full / base:.1f}×, {step / base:.2f}×)")
+            ratios.append(kept / base)
+            fresh.append(full / base)
             steps.append(step / base)
     if ratios:
-        print(f"replay_build instr_ratio {max(ratios):.2f}  (cold build, worst route)")
+        print(f"replay_build instr_ratio {max(ratios):.2f}  (cold build from kept results, worst route)")
+        print(f"replay_build fresh_instr_ratio {max(fresh):.2f}  (cold build without kept results, worst route)")
         print(f"replay_build step_instr_ratio {max(steps):.2f}  (next-step build, worst route)")
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--count"]:
-        count_worker(int(sys.argv[2]), sys.argv[3])
+        count_worker(int(sys.argv[2]), sys.argv[3], *sys.argv[4:6])
         return
-    results = [measure(key, model) for key, model in ROUTES]
-    print(f"replay_build cold_ratio {max(c for c, _ in results):.2f}  (first build in a fresh process)")
-    if "--instructions" in sys.argv and _instr.available():
-        instructions()
-    print(f"replay_build ratio {max(w for _, w in results):.2f}  (next-step build, worst route; target ≤ 1.5×)")
+    if sys.argv[1:2] == ["--rss"]:
+        rss_worker(*sys.argv[2:5])
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        results = [measure(key, model, d) for key, model in ROUTES]
+        print(f"replay_build cold_ratio {max(r['cold'] for r in results):.2f}  "
+              "(new process's first build, from kept results, worst route; target ≤ 3×)")
+        print(f"replay_build fresh_ratio {max(r['fresh'] for r in results):.2f}  (the same without kept results)")
+        print(f"replay_build load_ratio {max(r['load'] for r in results):.2f}  "
+              "(reading the kept results vs reading the history)")
+        print(f"replay_build rss_mb {max(r['rss'] for r in results):.1f}  (peak RSS of that new process)")
+        if "--instructions" in sys.argv and _instr.available():
+            instructions(d)
+        print(f"replay_build ratio {max(r['step'] for r in results):.2f}  "
+              "(next-step build, worst route; target ≤ 1.5×)")
 
 
 if __name__ == "__main__":

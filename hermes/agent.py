@@ -19,7 +19,7 @@ from .events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFin
 from .logs import log_event, plan_summary
 from .messages import Message
 from .provider import Exchange, complete
-from .replay import BuildCache, Settings
+from .replay import BuildMemo, Settings
 from .resolve import Resolved
 from .stream import Delta
 from .tools import Toolbox
@@ -62,7 +62,7 @@ class Agent:
     max_steps: int = 12
     transport: Transport | None = None
     on_event: EventSink | None = None
-    cache: BuildCache = field(default_factory=BuildCache)
+    cache: BuildMemo = field(default_factory=BuildMemo)
     """Plans and renders of already-built messages, reused by the next request."""
     compactor: AutoCompactor | None = None
     """Optional preflight hook (``hermes.compactor.AutoCompactor``): ``before_request`` may
@@ -84,6 +84,7 @@ class Agent:
                  history: list[Message] | None = None) -> TurnResult:
         """One user turn. ``history``: the stored history when the caller already holds it
         (``hermes.hot``); else it is loaded."""
+        from .kept import keep, restore
         from .rejections import RetryState, learned_for, recover
 
         if history is None:
@@ -93,7 +94,9 @@ class Agent:
         ctx = None if self.compactor is None else self._compact_context(session_id)
         pending: list[Message] = [Message.user(user_text)]
         result = TurnResult(session_id, "", 0, "step_limit")
+        learned = learned_for(self.store, session_id, resolved)
         for step in range(self.max_steps):
+            restore(self.cache, self.store, session_id, resolved, learned)  # kept results, once per context
             if self.compactor is not None and ctx is not None:
                 history = self.compactor.before_request(ctx, resolved, history, pending)
             retry = RetryState()
@@ -127,6 +130,7 @@ class Agent:
                 result.answer, result.stopped = assistant.text, "answer"
                 break
         result.history = history
+        keep(self.cache, self.store, session_id, resolved, learned, history)  # for the next process's build
         return result
 
     def _request(self, session_id: str, resolved: Resolved, history: list[Message], learned: Any,
@@ -151,7 +155,7 @@ class Agent:
                       model=resolved.model, status=e.status, error=str(e)[:300], step=step,
                       ms=round((time.monotonic() - started) * 1000, 1), **carried)
             raise
-        summary = plan_summary(ex.plan)
+        summary = plan_summary(ex.plan, self.cache)
         log_event("request", session=session_id, step=step, stream=self.stream,
                   ms=round((time.monotonic() - started) * 1000, 1), finish=ex.response.finish_reason,
                   usage=dict(ex.response.usage), **summary)

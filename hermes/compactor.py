@@ -25,7 +25,7 @@ from .estimate import estimate_history, observe_usage, raw_plan_tokens, token_fa
 from .events import Compacted, Compacting, EventSink
 from .messages import Message
 from .provider import Exchange
-from .replay import BuildCache, Settings
+from .replay import BuildMemo, Settings
 from .resolve import Resolved
 from .store import SessionStore
 from .transport import Transport
@@ -49,7 +49,7 @@ class CompactContext:
     settings: Settings = field(default_factory=Settings)
     api_key: str | None = None
     transport: Transport | None = None
-    cache: BuildCache | None = None
+    cache: BuildMemo | None = None
     """The turn's build cache: the preflight estimate reuses its plans."""
     emit: EventSink = _ignore
 

@@ -35,7 +35,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
-from .replay import BuildCache, Learned, PlannedMessage, ReplayPlan, Settings, plan_replay
+from .replay import BuildMemo, Learned, PlannedMessage, ReplayPlan, Settings, plan_replay
 from .resolve import Resolved
 from .wire import ToolSpec
 
@@ -336,15 +336,30 @@ def message_cost(pm: PlannedMessage, basis: Basis) -> int:
     return cost
 
 
-def plan_costs(plan: ReplayPlan, cache: BuildCache | None = None) -> list[int]:
+def plan_costs(plan: ReplayPlan, cache: BuildMemo | None = None) -> list[int]:
     """Raw cost of each planned message, in plan order (``plan.messages[i].index`` says which
     stored message it is). With the conversation's ``cache`` a planned message reused from the
     previous plan is priced once, not before and after every request."""
     basis = basis_for(plan.target)
     if cache is None:
         return [message_cost(pm, basis) for pm in plan.messages]
-    key = basis.label  # a string: a cache hit compares it by identity, not field by field
-    return [cache.cost(pm, key, lambda pm=pm: message_cost(pm, basis)) for pm in plan.messages]
+    label = basis.label
+    costs = cache.costs
+    kept = cache.kept
+    out: list[int] = []
+    for pm in plan.messages:
+        if pm.kept:  # a stand-in: the kept row holds its cost (its basis is in the context)
+            out.append(kept[pm.key][5])  # type: ignore[index]
+            continue
+        if pm.key is None:
+            out.append(message_cost(pm, basis))
+            continue
+        k = (pm.key, label)
+        c = costs.get(k)
+        if c is None:
+            c = costs[k] = message_cost(pm, basis)
+        out.append(c)
+    return out
 
 
 def tools_cost(tools: Sequence[ToolSpec], basis: Basis) -> int:
@@ -354,13 +369,13 @@ def tools_cost(tools: Sequence[ToolSpec], basis: Basis) -> int:
                + count_text(orjson.dumps(dict(t.parameters)).decode(), basis) for t in tools)
 
 
-def raw_plan_tokens(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), cache: BuildCache | None = None) -> int:
+def raw_plan_tokens(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), cache: BuildMemo | None = None) -> int:
     """The uncorrected estimate of a plan: what the usage factor is learned against."""
     return REQUEST_BASE + tools_cost(tools, basis_for(plan.target)) + sum(plan_costs(plan, cache))
 
 
 def estimate_plan(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), factor: float = 1.0,
-                  cache: BuildCache | None = None) -> int:
+                  cache: BuildMemo | None = None) -> int:
     """Prompt tokens of the request ``plan`` renders, corrected by the learned ``factor``."""
     return math.ceil(raw_plan_tokens(plan, tools=tools, cache=cache) * factor)
 
@@ -373,7 +388,7 @@ def estimate_history(
     settings: Settings = Settings(),
     tools: Sequence[ToolSpec] = (),
     factor: float = 1.0,
-    cache: BuildCache | None = None,
+    cache: BuildMemo | None = None,
 ) -> int:
     """Plan ``history`` for ``resolved`` (exactly as the request will be), then price the plan.
 

@@ -3,9 +3,9 @@ loads and builds only what is new.
 
 A long-running server (the gateway, the proxy) runs many turns on the same sessions. Without
 this, every turn loads the whole history from the store and plans and renders every message
-again in a fresh ``BuildCache`` — a cold build per turn. ``HotSessions`` keeps, per session,
+again in a fresh ``BuildMemo`` — a cold build per turn. ``HotSessions`` keeps, per session,
 the history as it was after the last turn this process ran and that conversation's
-``BuildCache``.
+``BuildMemo``.
 
 Correctness rests on one store fact: a session's messages are append-only (turns are
 appended, never rewritten; compaction and branching append or copy), so the session's
@@ -19,7 +19,7 @@ store reports *under the session lock*:
 
 So a turn committed elsewhere is never missed. A turn that fails is not checked back in:
 its entry is gone and the next turn loads from the store. Entries are taken out while a turn
-runs, so two threads never share one history list or ``BuildCache``.
+runs, so two threads never share one history list or ``BuildMemo``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .messages import Message
-from .replay import BuildCache
+from .replay import BuildMemo
 
 __all__ = ["HotSessions"]
 
@@ -40,7 +40,7 @@ class _Entry:
     created: float
     """The session row's creation time: an id reused by a new session is not the same session."""
     history: list[Message]
-    cache: BuildCache
+    cache: BuildMemo
 
 
 class HotSessions:
@@ -60,7 +60,7 @@ class HotSessions:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def checkout(self, store: Any, info: Any) -> tuple[list[Message], BuildCache]:
+    def checkout(self, store: Any, info: Any) -> tuple[list[Message], BuildMemo]:
         """(history, build cache) for a turn on session ``info`` (a fresh ``SessionInfo`` read
         under the session lock). The entry leaves the cache until ``checkin``."""
         with self._lock:
@@ -80,9 +80,9 @@ class HotSessions:
                     self.tails += 1
                     return [*e.history, *tail], e.cache
         self.misses += 1
-        return store.load(info.id), BuildCache()
+        return store.load(info.id), BuildMemo()
 
-    def checkin(self, info: Any, history: list[Message], cache: BuildCache) -> None:
+    def checkin(self, info: Any, history: list[Message], cache: BuildMemo) -> None:
         """Keep the session's history after a turn that committed (``history`` is what is stored)."""
         with self._lock:
             old = self._entries.pop(info.id, None)

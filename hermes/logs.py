@@ -32,7 +32,8 @@ from .errors import redact
 from .messages import Reasoning
 from .paths import logs_dir
 
-__all__ = ["LOG_NAME", "carried_summary", "log_event", "plan_summary", "read_log"]
+__all__ = ["LOG_NAME", "Summary", "carried_summary", "hashed", "log_event", "message_summary", "plan_summary",
+           "read_log"]
 
 LOG_NAME = "hermes.log"
 _logger: logging.Logger | None = None
@@ -48,64 +49,85 @@ _HASHED = ("reasoning_details", "reasoning_opaque", "extra_content")
 """Carrier fields whose value is opaque: the log keeps short hashes of it."""
 
 
-def plan_summary(plan: Any) -> dict[str, Any]:
-    """Which reasoning fields a request carried: names, counts, lengths, blob hashes.
+Summary = tuple[tuple[tuple[str, str, str], ...], tuple[tuple[str, int, str | None, str | None], ...], int, int]
+"""What one planned message carried, for the request log: (its non-structure decisions as
+(action, fields, reason), the values it carried as (field, chars, blob or None, blob's short
+hash or None), pads, dropped parts). Memoised and kept with the message's render
+(``replay.memo``), so a request built from kept results is logged without planning again."""
 
-    Runs over every planned message of every request (8,000 for a 2,000-turn session), so the
-    loop keeps to one pass over each message's decisions and no per-item closure or dict."""
+
+def message_summary(pm: Any) -> Summary:
+    """The ``Summary`` of one planned message (a blob is hashed only when a log shows it)."""
+    kind = tuple((d.action, ",".join(d.fields), d.reason) for d in pm.decisions if d.action not in _STRUCTURE)
+    adds: list[tuple[str, int, str | None, str | None]] = []
+    for name, value in pm.fields.items():
+        raw = value if isinstance(value, str) else orjson.dumps(value).decode()
+        adds.append((name, len(raw), raw if name in _HASHED else None, None))
+    for p in pm.parts:
+        if isinstance(p, Reasoning):
+            adds.append((f"block:{p.blob_kind or 'text'}", len(p.text) + len(p.blob or ""), p.blob, None))
+    for sig in pm.tool_signatures.values():
+        adds.append(("tool_signature", len(sig), sig, None))
+    if pm.thought_signature:
+        adds.append(("thought_signature", len(pm.thought_signature), pm.thought_signature, None))
+    pads = sum(1 for d in pm.decisions if d.action == "pad")
+    dropped = sum(1 for d in pm.decisions if d.action == "drop")
+    return kind, tuple(adds), pads, dropped
+
+
+def hashed(summary: Summary) -> Summary:
+    """``summary`` with every blob replaced by its short hash (the form that is kept)."""
+    kind, adds, pads, dropped = summary
+    return kind, tuple((n, c, None, h if blob is None else _short(blob)) for n, c, blob, h in adds), pads, dropped
+
+
+_UNKNOWN: Summary = ((), (), 0, 0)
+
+
+def _kept_summary(row: Any) -> Summary:
+    """The ``Summary`` kept in a ``store.renders`` row (decoded when a log first needs it); a
+    row whose summary does not decode counts as carrying nothing (its render is still exact)."""
+    try:
+        kind, adds, pads, dropped = orjson.loads(row[6])
+        return (tuple((str(a), str(f), str(r)) for a, f, r in kind),
+                tuple((str(n), int(c), None, None if h is None else str(h)) for n, c, _, h in adds),
+                int(pads), int(dropped))
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return _UNKNOWN
+
+
+def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
+    """Which reasoning fields a request carried: names, counts, lengths, blob hashes. With the
+    conversation's ``memo`` (``replay.BuildMemo``) each message's ``Summary`` comes from it."""
     fields: dict[str, dict[str, Any]] = {}
-
-    def add(name: str, chars: int, blob: str | None = None) -> None:
-        f = fields.get(name)
-        if f is None:
-            f = fields[name] = {"messages": 0, "chars": 0, "hashes": []}
-        f["messages"] += 1
-        f["chars"] += chars
-        if blob is not None and len(f["hashes"]) < 8:
-            f["hashes"].append(_short(blob))
-
     pads = 0
     reasons: dict[str, int] = {}
     kinds: dict[tuple[tuple[str, str, int], ...], int] = {}
     turns: list[list[int]] = []  # runs of assistant messages with the same decisions
-    run: list[int] = [-1, -1, -1]
+    summaries = memo.summaries if memo is not None else None
+    kept = 0
     for m in plan.messages:
-        decisions = m.decisions
+        kept += m.kept
+        rec = summaries.get(m.key) if summaries is not None and m.key is not None else None
+        if rec is None:
+            rec = _kept_summary(memo.kept[m.key]) if m.kept else message_summary(m)
+            if summaries is not None and m.key is not None:
+                summaries[m.key] = rec
+        decided, adds, m_pads, dropped = rec
         if m.role == "assistant":
-            kind = tuple([(d.action, ",".join(d.fields), reasons.setdefault(d.reason, len(reasons)))
-                          for d in decisions if d.action not in _STRUCTURE])
-            k = kinds.get(kind)
-            if k is None:
-                k = kinds[kind] = len(kinds)
-            if run[2] == k:
-                run[1] = m.index
+            kind = tuple((a, f, reasons.setdefault(r, len(reasons))) for a, f, r in decided)
+            k = kinds.setdefault(kind, len(kinds))
+            if turns and turns[-1][2] == k:
+                turns[-1][1] = m.index
             else:
-                run = [m.index, m.index, k]
-                turns.append(run)
-        for name, value in m.fields.items():
-            if isinstance(value, str) and name not in _HASHED:  # the common case, inline
-                f = fields.get(name)
-                if f is None:
-                    f = fields[name] = {"messages": 0, "chars": 0, "hashes": []}
-                f["messages"] += 1
-                f["chars"] += len(value)
-                continue
-            raw = value if isinstance(value, str) else orjson.dumps(value).decode()
-            add(name, len(raw), raw if name in _HASHED else None)
-        for p in m.parts:
-            if isinstance(p, Reasoning):
-                add(f"block:{p.blob_kind or 'text'}", len(p.text) + len(p.blob or ""), p.blob)
-        if m.tool_signatures:
-            for sig in m.tool_signatures.values():
-                add("tool_signature", len(sig), sig)
-        if m.thought_signature:
-            add("thought_signature", len(m.thought_signature), m.thought_signature)
-        dropped = 0
-        for d in decisions:
-            if d.action == "pad":
-                pads += 1
-            elif d.action == "drop":
-                dropped += 1
+                turns.append([m.index, m.index, k])
+        for name, chars, blob, h in adds:
+            f = fields.setdefault(name, {"messages": 0, "chars": 0, "hashes": []})
+            f["messages"] += 1
+            f["chars"] += chars
+            if (blob is not None or h is not None) and len(f["hashes"]) < 8:
+                f["hashes"].append(h if h is not None else _short(blob or ""))
+        pads += m_pads
         if dropped:
             fields.setdefault("dropped_parts", {"messages": 0, "chars": 0, "hashes": []})["messages"] += dropped
     t = plan.target
@@ -113,7 +135,7 @@ def plan_summary(plan: Any) -> dict[str, Any]:
             "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,
             "window": plan.messages[0].index if plan.messages else 0,
             "turns": turns, "kinds": [[list(d) for d in kind] for kind in kinds], "reasons": list(reasons),
-            "notes": list(plan.notes)}
+            "notes": list(plan.notes), "kept": kept}
 
 
 SHORT_NAMES = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}

@@ -39,8 +39,10 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "blob_hash",
+    "digest_of",
     "dumps",
     "loads",
+    "message_digest",
     "message_from_dict",
     "message_to_dict",
 ]
@@ -167,6 +169,10 @@ Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Compaction
 class Message:
     role: Role
     parts: tuple[Part, ...]
+    digest: bytes | None = field(default=None, init=False, compare=False, repr=False)
+    """The message's value fingerprint (:func:`message_digest`), set once where it is cheap —
+    by the store when it writes or reads the message — or on first use (:func:`digest_of`).
+    Not part of equality: two messages with equal values have equal digests."""
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
@@ -319,6 +325,28 @@ def part_from_dict(d: Any) -> Part:
                 raise HistoryError("'replaced' must be a non-negative integer")
             return Compaction(_str(d, "summary"), replaced)
     raise HistoryError(f"unknown part kind {kind!r}")
+
+
+def message_digest(m: Message) -> bytes:
+    """16 bytes of SHA-256 over the message's documented JSON form, each blob replaced by its
+    ``blob_hash`` (the store already hashes blobs, so a blob is not hashed twice). A pure
+    function of the value: per-message build results are memoised and persisted under it."""
+    parts = []
+    for p in m.parts:
+        d = part_to_dict(p)
+        if "blob" in d:
+            d["blob"] = blob_hash(d["blob"])
+        parts.append(d)
+    return hashlib.sha256(orjson.dumps([m.role, parts])).digest()[:16]
+
+
+def digest_of(m: Message) -> bytes:
+    """``m.digest``, computed and kept on the (immutable) message the first time it is asked."""
+    d = m.digest
+    if d is None:
+        d = message_digest(m)
+        object.__setattr__(m, "digest", d)
+    return d
 
 
 def message_from_dict(d: Any) -> Message:

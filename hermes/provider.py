@@ -16,7 +16,7 @@ import orjson
 from .errors import ProviderHTTPError, StreamError
 from .keys import auth_headers, find_key
 from .messages import Message
-from .replay import BuildCache, Learned, ReplayPlan, Settings, plan_replay
+from .replay import BuildMemo, Learned, ReplayPlan, Settings, plan_replay, render_with
 from .resolve import Resolved
 from .stream import Accumulator, Delta, Response
 from .transport import Transport
@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # every wire module is checked against the protocol
 
     _WIRES: tuple[Wire, ...] = (anthropic, bedrock, gemini, openai_chat, openai_responses)
 
-__all__ = ["Exchange", "SSESplitter", "complete", "decode_body", "get_wire", "iter_sse", "sse_batches", "sse_events"]
+__all__ = ["Exchange", "SSESplitter", "build_body", "complete", "decode_body", "get_wire", "iter_sse", "plain",
+           "sse_batches", "sse_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,17 +179,17 @@ def complete(
     transport: Transport | None = None,
     on_delta: Callable[[Delta], None] | None = None,
     body_hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-    cache: BuildCache | None = None,
+    cache: BuildMemo | None = None,
 ) -> Exchange:
     """Send one request built from ``history`` to ``resolved`` and fold the answer.
 
-    ``cache`` (one per conversation) lets a request rebuilt after each tool step reuse the
-    plans and renders of the messages it already built."""
+    ``cache`` (the conversation's ``BuildMemo``) lets a request rebuilt after each tool step
+    reuse the plans and renders of the messages it already built."""
     wire = get_wire(resolved.route.wire)
     plan = plan_replay(history, resolved, learned, settings, cache=cache)
-    body = wire.to_wire(plan, tools=tools, settings=settings, stream=stream, cache=cache)
+    body = build_body(wire, plan, tools=tools, settings=settings, stream=stream, memo=cache)
     if body_hook is not None:
-        body = body_hook(body)
+        body = body_hook(plain(body))
     key = find_key(resolved.route, api_key)
     acc = Accumulator(resolved.key)
 
@@ -201,9 +202,33 @@ def complete(
     try:
         _send(wire, resolved, body, stream=stream, key=key, transport=transport, feed=feed)
     except ProviderHTTPError as e:
+        if cache is not None:  # the memo's plan may hold results only: plan afresh, read plain JSON
+            plan = plan_replay(history, resolved, learned, settings)
+            body = plain(body)
         e.attempt = wire.attempt(plan, body)  # what was refused, for rejections.classify
         raise
     return Exchange(plan, body, acc.result())
+
+
+def build_body(wire: Wire, plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = Settings(),
+               stream: bool = False, memo: BuildMemo | None = None) -> dict[str, Any]:
+    """The request body for ``plan``: each planned message rendered by the wire (reused from
+    ``memo`` where its key was rendered before), then assembled by the wire. With a memo, the
+    body's per-message items are ``orjson.Fragment``s (serialised once, spliced by
+    ``orjson.dumps``); ``plain`` turns such a body into plain JSON values."""
+    render = wire.render_message
+    rendered = None
+    if render is not None and memo is not None:
+        route = plan.target.route
+        rctx = (route.wire, route.call_signature, route.text_signature)
+        rendered = render_with(memo, plan.messages, rctx, lambda pm: render(pm, route))
+    return wire.to_wire(plan, tools=tools, settings=settings, stream=stream, rendered=rendered)
+
+
+def plain(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` as plain JSON values (its fragments parsed), for code that reads it."""
+    out: dict[str, Any] = orjson.loads(orjson.dumps(body))
+    return out
 
 
 def _send(wire: Wire, resolved: Resolved, body: dict[str, Any], *, stream: bool, key: str | None,

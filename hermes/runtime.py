@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .compactor import AutoCompactor
     from .events import EventSink
     from .messages import Message
-    from .replay import BuildCache, Settings
+    from .replay import BuildMemo, Settings
     from .store import SessionInfo, SessionStore
     from .store.lease import Lease
     from .tools import Toolbox
@@ -158,7 +158,7 @@ class Runtime:
 
     def agent(self, toolbox: Toolbox, *, api_key: str | None, on_event: EventSink | None = None,
               thinking: bool = True, effort: str | None = None, stream: bool | None = None,
-              max_steps: int | None = None, cache: BuildCache | None = None) -> Agent:
+              max_steps: int | None = None, cache: BuildMemo | None = None) -> Agent:
         """An agent over this runtime's store with config's defaults under the caller's choices."""
         from .agent import Agent
 

@@ -19,13 +19,13 @@ Every reasoning part and every structural repair gets a ``Decision`` with a reas
 
 Modules: ``plan`` (the types), ``sendable`` (may a blob go there), ``chat`` / ``blocks`` /
 ``gemini`` (per-message planning per wire family), ``structure``, ``planner`` (the request),
-``cache`` (incremental building).
+``memo`` (incremental building: per-message results memoised by value).
 """
 
 from __future__ import annotations
 
 from ..messages import blob_hash
-from .cache import BuildCache, common_prefix
+from .memo import BuildMemo, context, render_with, shared_prefix
 from .plan import (
     GEMINI_SKIP_SIGNATURE,
     PAD,
@@ -41,7 +41,7 @@ from .sendable import blob_allowed
 __all__ = [
     "GEMINI_SKIP_SIGNATURE",
     "PAD",
-    "BuildCache",
+    "BuildMemo",
     "Decision",
     "Learned",
     "PlannedMessage",
@@ -49,6 +49,8 @@ __all__ = [
     "Settings",
     "blob_allowed",
     "blob_hash",
-    "common_prefix",
+    "context",
     "plan_replay",
+    "render_with",
+    "shared_prefix",
 ]

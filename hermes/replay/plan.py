@@ -92,6 +92,14 @@ class PlannedMessage:
     """(field, blob kind, stored blob) of signed blobs merged into ``fields`` (chat routes'
     ``reasoning_details``), for the attempt record a rejection is judged against (hashed only
     there, when a request fails)."""
+    key: tuple[Any, ...] | None = field(default=None, kw_only=True, compare=False, repr=False)
+    """What this result was computed from, as a value (``replay.memo``): set when a
+    ``BuildMemo`` planned it, so its render and cost are memoised under the same key."""
+    kept: bool = field(default=False, kw_only=True, compare=False, repr=False)
+    """A stand-in for a message whose results (render, cost, log summary) were kept from an
+    earlier process (``store.renders``): it holds no parts; everything is read by ``key``."""
+    empty: bool = field(default=False, kw_only=True, compare=False, repr=False)
+    """For a kept stand-in: its render is empty (the structure pass needs to know)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """``plan_replay``: the whole request's plan, from the per-message planners and the rules that
 look across messages (the window, the open tool loop, tool-call ids, thinking off, turn
-structure). Pure: the optional ``BuildCache`` only memoises results.
+structure). Pure: the optional ``BuildMemo`` only memoises results, by value.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from ..resolve import Resolved
 from ..routes import at_path, deep_merge
 from ..toolids import id_map, valid
 from .blocks import plan_blocks
-from .cache import BuildCache, common_prefix
 from .chat import plan_chat
 from .gemini import plan_gemini
+from .memo import BuildMemo, context, digests, shared_prefix
 from .plan import Decision, Learned, PlannedMessage, ReplayPlan, Settings
 from .structure import structure
 
@@ -38,47 +38,24 @@ def plan_replay(
     learned: Learned = Learned(),
     settings: Settings = Settings(),
     *,
-    cache: BuildCache | None = None,
+    cache: BuildMemo | None = None,
 ) -> ReplayPlan:
     """Decide, per stored part, what the request to ``target`` carries. Pure (the optional
-    ``cache`` only memoises results)."""
-    known = known_start = 0
-    if cache is not None and cache.last_window is not None:
-        prev, prev_start = cache.last_window
-        if common_prefix(prev, history) == len(prev):
-            known, known_start = len(prev), prev_start
-    start, msgs = window(history, known=known, known_start=known_start)
-    if cache is not None:
-        cache.last_window = (list(history), start)
-    loop_start = open_loop_start(msgs)
+    ``cache``, the conversation's ``BuildMemo``, only memoises results by value)."""
     route = target.route
     planner = _PLANNERS[route.wire]
-    planned: list[PlannedMessage] = []
-    prefix_key = (route, target.host, target.model, learned, start)
-    if cache is not None and cache.last_plan is not None and cache.last_plan[0] == prefix_key:
-        _, prev_msgs, prev_loop, prev_planned = cache.last_plan
-        keep = min(common_prefix(prev_msgs, msgs), prev_loop, loop_start)
-        planned = prev_planned[:keep]
-    for offset in range(len(planned), len(msgs)):
-        m = msgs[offset]
-        index = start + offset
-        if m.role != "assistant":
-            if cache is None:
-                planned.append(PlannedMessage(index, m.role, m.parts))
-            else:
-                planned.append(cache.get(m, index, lambda m=m, i=index: PlannedMessage(i, m.role, m.parts)))
-            continue
-        in_loop = offset >= loop_start
-        if cache is None:
-            planned.append(planner(index, m, target, learned, in_loop))
-        else:
-            key = (route, target.host, target.model, learned, in_loop, index)
-            planned.append(cache.get(m, key, lambda m=m, i=index, loop=in_loop: planner(i, m, target, learned, loop)))
-    if cache is not None:
-        cache.last_plan = (prefix_key, list(msgs), loop_start, list(planned))
+    if cache is None:
+        start, msgs = window(history)
+        loop_start = open_loop_start(msgs)
+        planned = [planner(start + o, m, target, learned, o >= loop_start) if m.role == "assistant"
+                   else PlannedMessage(start + o, m.role, m.parts) for o, m in enumerate(msgs)]
+    else:
+        start, msgs, planned, loop_start = _planned(cache, history, target, learned)
     if route.tool_ids != "any":
         mapping = _request_id_map(msgs, route.tool_ids, cache)
         if mapping:
+            if cache is not None:  # the rule reads parts: kept stand-ins are planned for real
+                planned = _unkept(cache, planned, msgs, start, target, learned)
             planned = [_remap_ids(pm, mapping, cache) for pm in planned]
     notes: list[str] = []
     thinking = settings.thinking
@@ -92,10 +69,73 @@ def plan_replay(
                 "thinking block this route may receive (it came from another route)"
             )
     if not thinking and signed_loop:
-        planned = [_without_reasoning(p) for p in planned]
+        if cache is not None:  # the rule reads parts: kept stand-ins are planned for real
+            planned = _unkept(cache, planned, msgs, start, target, learned)
+        planned = [_without_reasoning(p, cache) for p in planned]
     planned, placeholder_after = structure(planned, route.wire, cache)
     return ReplayPlan(target, tuple(planned), _request_fields(target, settings, thinking), thinking, tuple(notes),
                       placeholder_after=placeholder_after)
+
+
+def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved,
+             learned: Learned) -> tuple[int, Sequence[Message], list[PlannedMessage], int]:
+    """(window start, window, planned messages, open loop start) through the memo: the scans
+    reuse what the previous request's digests agree on, each message is planned once per key."""
+    ds = digests(history)
+    known = known_start = 0
+    if memo.last_window is not None:
+        prev, prev_start = memo.last_window
+        if shared_prefix(prev, ds) == len(prev):
+            known, known_start = len(prev), prev_start
+    start, msgs = window(history, known=known, known_start=known_start)
+    memo.last_window = (ds, start)
+    ds = ds[start:]
+    loop_start = open_loop_start(msgs)
+    ctx = context(target, learned)
+    memo.use_context(ctx)
+    kept = memo.kept
+    planned: list[PlannedMessage] = []
+    if memo.last_plan is not None and memo.last_plan[0] == ctx:
+        _, prev_ds, prev_loop, prev_planned = memo.last_plan
+        planned = prev_planned[:min(shared_prefix(prev_ds, ds), prev_loop, loop_start)]
+    planner = _PLANNERS[target.route.wire]
+    for offset in range(len(planned), len(msgs)):
+        m = msgs[offset]
+        index = start + offset
+        loop = m.role == "assistant" and offset >= loop_start
+        key = (ctx, index, ds[offset], loop)
+        pm = memo.plans.get(key)
+        if pm is None:
+            row = kept.get(key) if kept and not loop else None
+            if row is not None:  # results kept by an earlier process stand in for it
+                pm = PlannedMessage(index, m.role, (), kept=True, empty=not row[3])
+            else:
+                pm = (planner(index, m, target, learned, loop) if m.role == "assistant"
+                      else PlannedMessage(index, m.role, m.parts))
+            pm.key = key
+            memo.plans[key] = pm
+        planned.append(pm)
+    memo.last_plan = (ctx, ds, loop_start, list(planned))
+    return start, msgs, planned, loop_start
+
+
+def _unkept(memo: BuildMemo, planned: list[PlannedMessage], msgs: Sequence[Message], start: int,
+            target: Resolved, learned: Learned) -> list[PlannedMessage]:
+    """``planned`` with each kept stand-in replaced by the message's real plan (same key)."""
+    if not any(pm.kept for pm in planned):
+        return planned
+    planner = _PLANNERS[target.route.wire]
+    out = []
+    for pm in planned:
+        key = pm.key
+        if pm.kept and key is not None:
+            m = msgs[pm.index - start]
+            real = (planner(pm.index, m, target, learned, key[3]) if m.role == "assistant"
+                    else PlannedMessage(pm.index, m.role, m.parts))
+            real.key = key
+            memo.plans[key] = pm = real
+        out.append(pm)
+    return out
 
 
 def _part_ids(parts: Sequence[Part]) -> list[str]:
@@ -114,24 +154,27 @@ def _tool_ids(msgs: Sequence[Message]) -> list[str]:
     return [i for m in msgs for i in _part_ids(m.parts)]
 
 
-def _request_id_map(msgs: Sequence[Message], rule: str, cache: BuildCache | None) -> dict[str, str]:
+def _request_id_map(msgs: Sequence[Message], rule: str, cache: BuildMemo | None) -> dict[str, str]:
     """original → wire id for the ids of this request that ``rule`` refuses (usually none)."""
-    prev = cache.last_ids if cache is not None else None
-    if prev is not None and prev[0] == rule and common_prefix(prev[1], msgs) == len(prev[1]):
+    if cache is None:
+        ids = _tool_ids(msgs)
+        return {} if all(valid(rule, i) for i in ids) else id_map(rule, ids)
+    ds = digests(msgs)
+    prev = cache.last_ids
+    if prev is not None and prev[0] == rule and shared_prefix(prev[1], ds) == len(prev[1]):
         fresh = _tool_ids(msgs[len(prev[1]):])
         ids, all_valid = prev[2] + fresh, prev[3] and all(valid(rule, i) for i in fresh)
     else:
         ids = _tool_ids(msgs)
         all_valid = all(valid(rule, i) for i in ids)
-    if cache is not None:
-        cache.last_ids = (rule, list(msgs), ids, all_valid)
+    cache.last_ids = (rule, ds, ids, all_valid)
     return {} if all_valid else id_map(rule, ids)
 
 
-def _remap_ids(pm: PlannedMessage, mapping: Mapping[str, str], cache: BuildCache | None) -> PlannedMessage:
+def _remap_ids(pm: PlannedMessage, mapping: Mapping[str, str], cache: BuildMemo | None) -> PlannedMessage:
     """``pm`` with its tool-call ids as the target route accepts them (stored history keeps the
-    originals). The same planned message with the same mapping gives the same object, so the
-    wires' render reuse still sees an unchanged prefix."""
+    originals). Memoised under the mapping entries it hits, so the same planned message with
+    the same entries is the same result."""
     hit = tuple(sorted({(i, mapping[i]) for i in _part_ids(pm.parts) if i in mapping}))
     if not hit:
         return pm
@@ -143,16 +186,20 @@ def _remap_ids(pm: PlannedMessage, mapping: Mapping[str, str], cache: BuildCache
         sigs = {mapping.get(k, k): v for k, v in pm.tool_signatures.items()}
         return replace(pm, parts=parts, tool_signatures=sigs)
 
-    return remapped() if cache is None else cache.get(pm, ("tool_ids", hit), remapped)
+    return remapped() if cache is None else cache.derived(pm, ("tool_ids", hit), remapped)
 
 
-def _without_reasoning(p: PlannedMessage) -> PlannedMessage:
+def _without_reasoning(p: PlannedMessage, cache: BuildMemo | None) -> PlannedMessage:
     """Thinking off on a ``signed_loop`` row: a thinking block in the request would be rejected."""
     if not any(isinstance(x, Reasoning) for x in p.parts):
         return p
-    decisions = tuple(Decision(d.part, "drop", (), "thinking is off for this request") if d.action != "drop" else d
-                      for d in p.decisions)
-    return replace(p, parts=tuple(x for x in p.parts if not isinstance(x, Reasoning)), decisions=decisions)
+
+    def off() -> PlannedMessage:
+        decisions = tuple(Decision(d.part, "drop", (), "thinking is off for this request") if d.action != "drop"
+                          else d for d in p.decisions)
+        return replace(p, parts=tuple(x for x in p.parts if not isinstance(x, Reasoning)), decisions=decisions)
+
+    return off() if cache is None else cache.derived(p, "thinking_off", off)
 
 
 def _needs_thinking(p: PlannedMessage) -> bool:

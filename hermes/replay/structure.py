@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .cache import BuildCache, common_prefix
+from .memo import BuildMemo, shared_prefix
 from .plan import Decision, PlannedMessage
 
 __all__ = ["structure"]
@@ -40,6 +40,8 @@ def _side(pm: PlannedMessage) -> str:
 def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
     """True when the wire has no block for any part (empty text; on Anthropic also an empty
     summary), so the message opens no turn and does not break a run of the other side."""
+    if pm.kept:
+        return pm.empty  # a kept stand-in: its kept render says
     for p in pm.parts:  # ``kind`` compares cheaper than isinstance; most messages stop at once
         k = p.kind
         if k == "text":
@@ -50,20 +52,28 @@ def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
     return True
 
 
-def _marked(pm: PlannedMessage, cache: BuildCache | None, *, joins: bool = False, placeholder: bool = False,
+def _marked(pm: PlannedMessage, cache: BuildMemo | None, *, joins: bool = False, placeholder: bool = False,
             decisions: tuple[Decision, ...]) -> PlannedMessage:
-    """``pm`` with its structure marks; the same input gives the same object (render reuse)."""
-    def make() -> PlannedMessage:
-        return replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
+    """``pm`` with its structure marks (memoised under them: the same input, the same result).
 
-    return make() if cache is None else cache.get(pm, ("structure", joins, placeholder), make)
+    The result keeps ``pm``'s key: marks change neither the message's own render (a wire
+    reads them when it assembles turns), nor its cost, nor its log summary (structure
+    decisions are not summarised), so those results — kept ones too — are shared."""
+    if cache is None or pm.key is None:
+        return replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
+    k = (*pm.key, ("structure", joins, placeholder))
+    out = cache.plans.get(k)
+    if out is None:
+        out = replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
+        cache.plans[k] = out  # ``out.key`` stays ``pm.key`` (copied by ``replace``)
+    return out
 
 
 def structure(planned: Sequence[PlannedMessage], wire: str,
-              cache: BuildCache | None = None) -> tuple[list[PlannedMessage], bool]:
+              cache: BuildMemo | None = None) -> tuple[list[PlannedMessage], bool]:
     """(planned messages with their structure marks, whether a placeholder user turn ends the
     request) for ``wire``. With a ``cache``, the previous request's marks are reused up to the
-    first planned message that changed (a mark depends only on the messages before it)."""
+    first planned message whose key changed (a mark depends only on the messages before it)."""
     why = _WHY_ALTERNATE.get(wire)
     if why is None:
         return planned if isinstance(planned, list) else list(planned), False
@@ -71,9 +81,12 @@ def structure(planned: Sequence[PlannedMessage], wire: str,
     state: list[tuple[str | None, int]] = []  # (side of the last turn opened, last non-system) before each
     prev: str | None = None
     last = -1
+    keys = [pm.key for pm in planned] if cache is not None else []
     if cache is not None and cache.last_structure is not None and cache.last_structure[0] == wire:
         _, prev_in, prev_out, prev_state = cache.last_structure
-        k = common_prefix(prev_in, planned)
+        k = shared_prefix(prev_in, keys)
+        if None in keys[:k]:  # an unkeyed planned message is never reused
+            k = keys.index(None)
         if k:
             out, state = prev_out[:k], prev_state[:k]
             prev, last = prev_state[k - 1]
@@ -101,7 +114,7 @@ def structure(planned: Sequence[PlannedMessage], wire: str,
         out.append(pm)
         state.append((prev, last))
     if cache is not None:
-        cache.last_structure = (wire, list(planned), out, state)
+        cache.last_structure = (wire, keys, out, state)
     if wire != "bedrock" or (last >= 0 and _side(out[last]) == "user"):
         return list(out), False
     out = list(out)  # the closing mark belongs to this request only: never into the reused prefix
@@ -109,5 +122,5 @@ def structure(planned: Sequence[PlannedMessage], wire: str,
         pm = out[last]
         closing = Decision(None, "insert", ("after",),
                            f"placeholder user turn last: the request must not end on the model; {why}")
-        out[last] = replace(pm, decisions=(*pm.decisions, closing))
+        out[last] = replace(pm, decisions=(*pm.decisions, closing), key=None)  # this request's only
     return out, True

@@ -26,11 +26,12 @@ from .codec import blob_hash
 from .db import Store, merge_patch
 from .lease import Lease
 from .records import Capability, SessionInfo
+from .renders import Built
 
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = ["Capability", "Lease", "SessionInfo", "SessionStore", "Store", "blob_hash", "merge_patch",
+__all__ = ["Built", "Capability", "Lease", "SessionInfo", "SessionStore", "Store", "blob_hash", "merge_patch",
            "open_store", "store_url"]
 
 
@@ -80,6 +81,10 @@ class SessionStore(Protocol):
     ) -> int: ...
     def branch(self, session_id: str, *, upto_seq: int | None = None, title: str = "") -> str: ...
     def export_jsonl(self, session_id: str) -> Iterator[bytes]: ...
+
+    # per-message build results (hermes.store.renders, hermes.replay.memo): a cache
+    def load_renders(self, session_id: str, context: bytes) -> list[Built]: ...
+    def save_renders(self, session_id: str, context: bytes, rows: Sequence[Built]) -> None: ...
 
     # per-session learned config
     def model_config(self, session_id: str) -> dict[str, Any]: ...

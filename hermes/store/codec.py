@@ -19,6 +19,7 @@ import orjson
 
 from ..errors import HistoryError
 from ..messages import (
+    Message,
     Part,
     Reasoning,
     RouteKey,
@@ -30,7 +31,7 @@ from ..messages import (
     part_to_dict,
 )
 
-__all__ = ["TEXT_KEY", "PartRow", "blob_hash", "part_from_row", "part_to_row"]
+__all__ = ["TEXT_KEY", "PartRow", "blob_hash", "part_from_row", "part_to_row", "stored_message"]
 
 TEXT_KEY: dict[str, str] = {
     "text": "text",
@@ -99,3 +100,13 @@ def part_from_row(kind: str, text: str, data: str | None, blob: str | None) -> P
     if blob is not None:
         d["blob"] = blob
     return part_from_dict(d)
+
+
+def stored_message(role: Any, parts: list[Part], digest: bytes | None) -> Message:
+    """A loaded message with the digest stored next to it (``messages.message_digest``, written
+    with the message), so nothing is hashed on load; rows from before digests were kept get
+    theirs computed on first use."""
+    m = Message(role, tuple(parts))
+    if digest:
+        object.__setattr__(m, "digest", bytes(digest))
+    return m

@@ -78,9 +78,9 @@ def _copy_rows(src: Store, cur: Any) -> None:
     for chunk in batches("SELECT session_id, id, first_seq, last_seq, route_key, usage, created FROM turns"):
         cur.executemany("INSERT INTO turns (session_id, id, first_seq, last_seq, route_key, usage, created)"
                         " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", chunk)
-    for chunk in batches("SELECT session_id, seq, turn_id, role, created FROM messages"):
-        cur.executemany("INSERT INTO messages (session_id, seq, turn_id, role, created)"
-                        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", chunk)
+    for chunk in batches("SELECT session_id, seq, turn_id, role, created, digest FROM messages"):
+        cur.executemany("INSERT INTO messages (session_id, seq, turn_id, role, created, digest)"
+                        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", chunk)
     for chunk in batches("SELECT session_id, seq, position, kind, text, data, blob_hash FROM parts"):
         cur.executemany("INSERT INTO parts (session_id, seq, position, kind, text, data, blob_hash)"
                         " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",

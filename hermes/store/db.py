@@ -31,19 +31,20 @@ from typing import Any
 import orjson
 
 from ..errors import HermesError, StoreError
-from ..messages import Message, Part, Role, RouteKey
+from ..messages import Message, Part, Role, RouteKey, digest_of
 from ..paths import db_path
 from . import ledger
-from .codec import part_from_row, part_to_row
+from .codec import part_from_row, part_to_row, stored_message
 from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability
+from .renders import DELETE_OTHERS, INSERT_SQLITE, SELECT, Built, checked
 from .shared import SharedMethods
 
 __all__ = ["Store"]
 
 _LOAD_SQL = (
-    "SELECT m.seq, m.role, p.kind, p.text, p.data, b.data"
+    "SELECT m.seq, m.role, m.digest, p.kind, p.text, p.data, b.data"
     " FROM messages m"
     " LEFT JOIN parts p ON p.session_id = m.session_id AND p.seq = m.seq"
     " LEFT JOIN blobs b ON b.hash = p.blob_hash"
@@ -196,16 +197,16 @@ class Store(SharedMethods):
         out: list[Message] = []
         parts: list[Part] = []
         role: Role
-        seq, role = -1, "user"
-        for mseq, mrole, kind, text, data, blob in self._read(_LOAD_SQL, (session_id, start)):
+        seq, role, digest = -1, "user", None
+        for mseq, mrole, mdigest, kind, text, data, blob in self._read(_LOAD_SQL, (session_id, start)):
             if mseq != seq:
                 if seq >= 0:
-                    out.append(Message(role, tuple(parts)))
-                seq, role, parts = mseq, mrole, []
+                    out.append(stored_message(role, parts, digest))
+                seq, role, digest, parts = mseq, mrole, mdigest, []
             if kind is not None:
                 parts.append(part_from_row(kind, text, data, blob))
         if seq >= 0:
-            out.append(Message(role, tuple(parts)))
+            out.append(stored_message(role, parts, digest))
         return out
 
     def append_turn(
@@ -263,8 +264,8 @@ class Store(SharedMethods):
         c: sqlite3.Connection, sid: str, seq: int, turn: int, m: Message, now: float
     ) -> None:
         c.execute(
-            "INSERT INTO messages (session_id, seq, turn_id, role, created) VALUES (?, ?, ?, ?, ?)",
-            (sid, seq, turn, m.role, now),
+            "INSERT INTO messages (session_id, seq, turn_id, role, created, digest) VALUES (?, ?, ?, ?, ?, ?)",
+            (sid, seq, turn, m.role, now, digest_of(m)),
         )
         rows = []
         blobs = []
@@ -323,8 +324,8 @@ class Store(SharedMethods):
                     args,
                 )
                 c.execute(
-                    "INSERT INTO messages (session_id, seq, turn_id, role, created)"
-                    " SELECT ?1, seq, turn_id, role, created FROM messages"
+                    "INSERT INTO messages (session_id, seq, turn_id, role, created, digest)"
+                    " SELECT ?1, seq, turn_id, role, created, digest FROM messages"
                     " WHERE session_id = ?2 AND seq <= ?3",
                     args,
                 )
@@ -335,6 +336,22 @@ class Store(SharedMethods):
                     args,
                 )
         return sid
+
+    # ------------------------------------------------------------------ build results
+
+    def load_renders(self, session_id: str, context: bytes) -> list[Built]:
+        """The session's kept per-message build results for request context ``context``
+        (``hermes.replay.memo``); rows that do not decode are left out (a miss, built again)."""
+        return checked(self._read(SELECT, (session_id, context)))
+
+    def save_renders(self, session_id: str, context: bytes, rows: Sequence[Built]) -> None:
+        """Keep ``rows`` as the session's build results for ``context``; results of any other
+        context of the session go (one context per session is kept: the bound)."""
+        with self._write("keep build results") as c:
+            if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+                return  # deleted meanwhile: nothing to keep
+            c.execute(DELETE_OTHERS, (session_id, context))
+            c.executemany(INSERT_SQLITE, [(session_id, context, *r) for r in rows])
 
     # ------------------------------------------------------------------ per-session config
 

@@ -175,3 +175,32 @@ ALTER TABLE session_locks ADD COLUMN fence INTEGER NOT NULL DEFAULT 0; -- sessio
                                          -- when this owner took the lease
 """,
     )
+
+
+@migration
+def m004_build_memo(conn: sqlite3.Connection) -> None:
+    """Each message's value fingerprint, and the per-message build results of each session's
+    latest request context, so a new process builds a long session's request without planning
+    and rendering it again (``hermes.replay.memo``, ``docs/replay.md``)."""
+    run_script(
+        conn,
+        """
+ALTER TABLE messages ADD COLUMN digest BLOB; -- messages.message_digest of the stored message
+                                         -- (16 bytes); NULL for rows written before this migration
+CREATE TABLE renders (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, -- owning session
+    context    BLOB NOT NULL,            -- replay.memo.context of the request: route row, host, model,
+                                         -- profile, lessons, build format (one per session is kept)
+    seq        INTEGER NOT NULL,         -- position of the message in the session
+    digest     BLOB NOT NULL,            -- the message's digest when it was built: a row for
+                                         -- another value is never used
+    in_loop    INTEGER NOT NULL,         -- 1: built inside the open tool loop, 0: before it
+    body       BLOB NOT NULL,            -- the wire's render of the message: its JSON items, serialised,
+                                         -- comma-separated (only what the request itself carries)
+    basis      TEXT NOT NULL,            -- pricing basis of cost (estimate.Basis.label)
+    cost       INTEGER NOT NULL,         -- raw token cost of the planned message on that basis
+    summary    TEXT NOT NULL,            -- JSON: what it carried, for the request log (logs.message_summary)
+    PRIMARY KEY (session_id, seq, in_loop)
+) WITHOUT ROWID;
+""",
+    )

@@ -32,13 +32,14 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from ..errors import HermesError, StoreError
-from ..messages import Message, Part, Role, RouteKey
+from ..messages import Message, Part, Role, RouteKey, digest_of
 from . import ledger
-from .codec import part_from_row, part_to_row
+from .codec import part_from_row, part_to_row, stored_message
 from .db import _LOAD_SQL, _json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
 from .records import Capability
+from .renders import DELETE_OTHERS, INSERT_PG, SELECT, Built, checked
 from .shared import SharedMethods
 
 __all__ = ["PgStore", "display_url"]
@@ -208,16 +209,16 @@ class PgStore(SharedMethods):
         out: list[Message] = []
         parts: list[Part] = []
         role: Role
-        seq, role = -1, "user"
-        for mseq, mrole, kind, text, data, blob in found:
+        seq, role, digest = -1, "user", None
+        for mseq, mrole, mdigest, kind, text, data, blob in found:
             if mseq != seq:
                 if seq >= 0:
-                    out.append(Message(role, tuple(parts)))
-                seq, role, parts = mseq, mrole, []
+                    out.append(stored_message(role, parts, digest))
+                seq, role, digest, parts = mseq, mrole, mdigest, []
             if kind is not None:
                 parts.append(part_from_row(kind, text.decode(), data, None if blob is None else blob.decode()))
         if seq >= 0:
-            out.append(Message(role, tuple(parts)))
+            out.append(stored_message(role, parts, digest))
         return out
 
     def append_turn(self, session_id: str, messages: Sequence[Message], *, route_key: RouteKey | None = None,
@@ -227,6 +228,7 @@ class PgStore(SharedMethods):
             raise StoreError("a turn needs at least one message")
         try:  # serialise outside the lock: a part that is not JSON fails before any write
             rows = [(i, pos, *part_to_row(p)) for i, m in enumerate(messages) for pos, p in enumerate(m.parts)]
+            digests = [digest_of(m) for m in messages]
             texts = [r[3].encode() for r in rows]
             firsts: dict[str, tuple[bytes, str]] = {}
             for r in rows:
@@ -258,10 +260,11 @@ class PgStore(SharedMethods):
                 cur.execute("INSERT INTO turns (session_id, id, first_seq, last_seq, route_key, usage, created)"
                             " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                             (session_id, turn, first, first + len(messages) - 1, rk, use, now))
-                cur.execute("INSERT INTO messages (session_id, seq, turn_id, role, created)"
-                            " SELECT %s, s, %s, r, %s FROM unnest(%s::int[], %s::text[]) AS u(s, r)",
+                cur.execute("INSERT INTO messages (session_id, seq, turn_id, role, created, digest)"
+                            " SELECT %s, s, %s, r, %s, d FROM unnest(%s::int[], %s::text[], %s::bytea[])"
+                            " AS u(s, r, d)",
                             (session_id, turn, now, list(range(first, first + len(messages))),
-                             [m.role for m in messages]))
+                             [m.role for m in messages], digests))
                 if blobs:
                     cur.execute("INSERT INTO blobs (hash, data, kind) SELECT * FROM"
                                 " unnest(%s::text[], %s::bytea[], %s::text[]) ON CONFLICT (hash) DO NOTHING",
@@ -300,13 +303,29 @@ class PgStore(SharedMethods):
                 cur.execute("INSERT INTO turns (session_id, id, first_seq, last_seq, route_key, usage, created)"
                             " SELECT %(new)s, id, first_seq, LEAST(last_seq, %(upto)s), route_key, usage, created"
                             " FROM turns WHERE session_id = %(old)s AND first_seq <= %(upto)s", args)
-                cur.execute("INSERT INTO messages (session_id, seq, turn_id, role, created)"
-                            " SELECT %(new)s, seq, turn_id, role, created FROM messages"
+                cur.execute("INSERT INTO messages (session_id, seq, turn_id, role, created, digest)"
+                            " SELECT %(new)s, seq, turn_id, role, created, digest FROM messages"
                             " WHERE session_id = %(old)s AND seq <= %(upto)s", args)
                 cur.execute("INSERT INTO parts (session_id, seq, position, kind, text, data, blob_hash)"
                             " SELECT %(new)s, seq, position, kind, text, data, blob_hash FROM parts"
                             " WHERE session_id = %(old)s AND seq <= %(upto)s", args)
         return sid
+
+    # ------------------------------------------------------------------ build results
+
+    def load_renders(self, session_id: str, context: bytes) -> list[Built]:
+        """As :meth:`Store.load_renders`."""
+        return checked(self._read(SELECT, (session_id, context)))
+
+    def save_renders(self, session_id: str, context: bytes, rows: Sequence[Built]) -> None:
+        """As :meth:`Store.save_renders` (under the session's row lock)."""
+        with self._write("keep build results") as cur:
+            cur.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
+            if cur.fetchone() is None:
+                return  # deleted meanwhile: nothing to keep
+            cur.execute(_pg(DELETE_OTHERS), (session_id, context))
+            if rows:
+                cur.executemany(INSERT_PG, [(session_id, context, *r) for r in rows])
 
     # ------------------------------------------------------------------ per-session config
 

@@ -142,6 +142,26 @@ ALTER TABLE session_locks ADD COLUMN fence bigint NOT NULL DEFAULT 0;
 """)
 
 
+@_migration
+def m004_build_memo(cur: Any) -> None:
+    """Message digests and per-message build results, as in the SQLite migration of the same name."""
+    cur.execute("""
+ALTER TABLE messages ADD COLUMN digest bytea;
+CREATE TABLE renders (
+    session_id text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    context    bytea NOT NULL,
+    seq        bigint NOT NULL,
+    digest     bytea NOT NULL,
+    in_loop    boolean NOT NULL,
+    body       bytea NOT NULL,
+    basis      text NOT NULL,
+    cost       bigint NOT NULL,
+    summary    text NOT NULL,
+    PRIMARY KEY (session_id, seq, in_loop)
+);
+""")
+
+
 def migrate(conn: Any, where: str) -> None:
     """Refuse a newer schema, else apply what is pending — one transaction, one writer."""
     with conn.transaction(), conn.cursor() as cur:

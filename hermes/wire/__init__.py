@@ -3,8 +3,11 @@
 Every module in this package is a :class:`Wire` (``get_wire(name)`` returns it; mypy checks
 each module against the protocol in ``provider``) and does no I/O:
 
-* ``to_wire(plan, *, tools, settings, stream, cache) -> dict`` — the request body (Bedrock:
+* ``to_wire(plan, *, tools, settings, stream, rendered) -> dict`` — the request body (Bedrock:
   the Converse keyword arguments). It renders the plan and never re-decides what is replayed.
+* ``render_message(pm, route)`` — one planned message's part of the body, pure, so the
+  builder (``provider.complete``) memoises it by the planned message's key and passes the
+  results to ``to_wire`` as ``rendered``; ``None`` on a wire that renders only whole plans.
 * ``decoder(resolved) -> Decoder`` — a fresh decoder for one response: ``decode_event(event,
   data)`` for each streamed event (``decode_events`` for the events of one network read), ``from_wire(payload)`` for a whole response, which yields
   the very deltas its stream would, so both fold to the same stored turn.
@@ -25,8 +28,9 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from ..attempt import Attempt
-    from ..replay import ReplayPlan, Settings
+    from ..replay import PlannedMessage, ReplayPlan, Settings
     from ..resolve import Resolved
+    from ..routes import Route
     from ..stream import Delta
 
 __all__ = ["Decoder", "FunctionDecoder", "ToolSpec", "Wire", "get_wire"]
@@ -72,7 +76,10 @@ class Wire(Protocol):
     """What every module of this package provides (see the module docstring)."""
 
     def to_wire(self, plan: ReplayPlan, *, tools: Sequence[ToolSpec] = ..., settings: Settings = ...,
-                stream: bool = ..., cache: Any = ...) -> dict[str, Any]: ...
+                stream: bool = ..., rendered: Any = ...) -> dict[str, Any]: ...
+
+    @property
+    def render_message(self) -> Callable[[PlannedMessage, Route], Any] | None: ...
 
     def decoder(self, resolved: Resolved) -> Decoder: ...
 

@@ -23,7 +23,6 @@ stream would, so both fold to the same turn.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -34,7 +33,7 @@ from ..attempt import Attempt, Carried, blocks, build, signed
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
 from ..models import Profile
-from ..replay import BuildCache, PlannedMessage, ReplayPlan, Settings, common_prefix
+from ..replay import PlannedMessage, ReplayPlan, Settings
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import (
@@ -59,6 +58,7 @@ __all__ = [
     "endpoint",
     "from_wire",
     "new_decoder",
+    "render_message",
     "thinking_config",
     "to_wire",
 ]
@@ -133,67 +133,86 @@ def _block(part: object, role: str) -> dict[str, Any] | None:
     raise UnsupportedPart(f"a {type(part).__name__} part cannot appear in a {role!r} message on the Anthropic wire")
 
 
-def _blocks(m: PlannedMessage) -> list[dict[str, Any]]:
-    return [b for p in m.parts if (b := _block(p, m.role)) is not None]
+def render_message(pm: PlannedMessage, route: object = None) -> list[dict[str, Any]]:
+    """One planned message's content blocks (a system message has none: its text goes to the
+    top-level ``system``). Pure, so the builder memoises it per planned message."""
+    if pm.role == "system":
+        return []
+    return [b for p in pm.parts if (b := _block(p, pm.role)) is not None]
 
 
-def _messages(plan: ReplayPlan, cache: BuildCache | None = None) -> tuple[str, list[dict[str, Any]]]:
-    """(system text, messages), merging the messages the plan marks ``joins``.
-
-    With a ``cache``, the previous request's output is reused up to the message that holds the
-    last planned message both requests share (that one is rebuilt: the next one may merge
-    into it), so a request rebuilt after a tool step renders only its new tail."""
-    pms = plan.messages
-    system: list[tuple[int, str]] = []  # (planned index, text)
-    out: list[dict[str, Any]] = []
-    starts: list[int] = []  # planned index each output message begins at
-    restart = 0
-    if cache is not None and cache.last_render is not None and cache.last_render[0] == "anthropic":
-        _, prev_pms, (prev_out, prev_starts, prev_system) = cache.last_render
-        k = common_prefix(prev_pms, pms)
-        j = bisect_right(prev_starts, k - 1) - 1 if k else -1
-        if j >= 0:
-            restart = prev_starts[j]
-            out, starts = prev_out[:j], prev_starts[:j]
-            system = [(i, t) for i, t in prev_system if i < restart]
-    last: list[dict[str, Any]] | None = None  # the open message's own (uncached) content list
-    for index in range(restart, len(pms)):
-        m = pms[index]
-        if m.role == "system":
-            for p in m.parts:
-                if isinstance(p, Text | Compaction):
-                    text = p.text if isinstance(p, Text) else p.summary
-                    if text:
-                        system.append((index, text))
-                else:
-                    raise UnsupportedPart(f"a {type(p).__name__} part cannot appear in a system message")
-            continue
-        role = "assistant" if m.role == "assistant" else "user"
-        if cache is None:
-            blocks = _blocks(m)
+def _system(m: PlannedMessage) -> list[str]:
+    texts = []
+    for p in m.parts:
+        if isinstance(p, Text | Compaction):
+            text = p.text if isinstance(p, Text) else p.summary
+            if text:
+                texts.append(text)
         else:
-            blocks = cache.get(m, "anthropic", lambda m=m: _blocks(m))
-        if not blocks:
+            raise UnsupportedPart(f"a {type(p).__name__} part cannot appear in a system message")
+    return texts
+
+
+def _messages(plan: ReplayPlan) -> tuple[str, list[dict[str, Any]]]:
+    """(system text, messages), merging the messages the plan marks ``joins``."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    last: list[dict[str, Any]] | None = None  # the open message's content list
+    for m in plan.messages:
+        if m.role == "system":
+            system += _system(m)
+            continue
+        content = render_message(m)
+        if not content:
             continue
         if m.joins and last is not None:  # the plan's structure decision (replay.structure)
-            last.extend(blocks)
+            last.extend(content)
         else:
-            last = list(blocks)  # cached block lists are shared: merge into a copy
-            out.append({"role": role, "content": last})
-            starts.append(index)
-    if cache is not None:
-        cache.last_render = ("anthropic", pms, (out, starts, system))
-    return "\n\n".join(t for _, t in system), out
+            last = content
+            out.append({"role": "assistant" if m.role == "assistant" else "user", "content": last})
+    return "\n\n".join(system), out
+
+
+_OPEN = {"assistant": b'{"role":"assistant","content":[', "user": b'{"role":"user","content":['}
+
+
+def _spliced(plan: ReplayPlan, rendered: Sequence[bytes]) -> tuple[str, list[orjson.Fragment]]:
+    """``_messages`` from serialised per-message renders (``replay.memo``): the same JSON,
+    assembled as bytes — no block is serialised again."""
+    system: list[str] = []
+    out: list[orjson.Fragment] = []  # one serialised message each
+    run: list[bytes] = []  # the open message: its opening, then its serialised blocks
+    for m, content in zip(plan.messages, rendered, strict=True):
+        if m.role == "system":
+            system += _system(m)
+            continue
+        if not content:
+            continue
+        if m.joins and run:
+            run.append(b",")
+        else:
+            if run:
+                run.append(b"]}")
+                out.append(orjson.Fragment(b"".join(run)))
+            run = [_OPEN["assistant" if m.role == "assistant" else "user"]]
+        run.append(content)
+    if run:
+        run.append(b"]}")
+        out.append(orjson.Fragment(b"".join(run)))
+    return "\n\n".join(system), out
 
 
 _DEFAULT_SETTINGS = Settings()
 
 
 def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = _DEFAULT_SETTINGS,
-            stream: bool = False, cache: object = None) -> dict[str, Any]:
-    """The Messages request body for ``plan`` (Vertex: without ``model``, with its version)."""
+            stream: bool = False, rendered: Sequence[bytes] | None = None) -> dict[str, Any]:
+    """The Messages request body for ``plan`` (Vertex: without ``model``, with its version).
+    ``rendered``: each planned message's ``render_message``, serialised (``replay.memo``),
+    when the caller kept them: spliced into the body as bytes."""
     target = plan.target
-    system, messages = _messages(plan, cache if isinstance(cache, BuildCache) else None)
+    messages: Any
+    system, messages = _messages(plan) if rendered is None else _spliced(plan, rendered)
     body: dict[str, Any] = {"model": target.model}
     if plan.thinking:
         fields, max_tokens = thinking_config(target.profile, settings)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
@@ -44,8 +44,21 @@ from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from . import FunctionDecoder, ToolSpec
 
-__all__ = ["EMPTY", "PLACEHOLDER_USER", "attempt", "decode_event", "decoder", "endpoint", "from_wire", "thinking_fields",
-           "to_wire"]
+__all__ = [
+    "EMPTY",
+    "PLACEHOLDER_USER",
+    "attempt",
+    "decode_event",
+    "decoder",
+    "endpoint",
+    "from_wire",
+    "render_message",
+    "thinking_fields",
+    "to_wire",
+]
+
+render_message: Callable[..., Any] | None = None
+"""This wire renders the whole plan in ``to_wire``; nothing per message to reuse."""
 
 EMPTY = "(empty)"
 """Stands in for blank content: Converse rejects empty content lists and blank text blocks."""
@@ -89,7 +102,7 @@ def thinking_fields(profile: Profile, settings: Settings, thinking: bool) -> tup
 
 
 def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings | None = None,
-            stream: bool = False, cache: object = None) -> dict[str, Any]:
+            stream: bool = False, rendered: object = None) -> dict[str, Any]:
     """The Converse keyword arguments for ``plan`` (the same for converse and converse_stream)."""
     system: list[dict[str, Any]] = []
     turns: list[tuple[str, list[dict[str, Any]]]] = []

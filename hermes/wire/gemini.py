@@ -23,7 +23,7 @@ look at ``message.tool_calls``. ``MAX_TOKENS`` → ``"length"``; safety-type rea
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -46,7 +46,20 @@ from ..stream import (
 )
 from . import FunctionDecoder, ToolSpec
 
-__all__ = ["BLOCKED_REASONS", "attempt", "decode_event", "decoder", "endpoint", "from_wire", "thinking_config", "to_wire"]
+__all__ = [
+    "BLOCKED_REASONS",
+    "attempt",
+    "decode_event",
+    "decoder",
+    "endpoint",
+    "from_wire",
+    "render_message",
+    "thinking_config",
+    "to_wire",
+]
+
+render_message: Callable[..., Any] | None = None
+"""This wire renders the whole plan in ``to_wire``; nothing per message to reuse."""
 
 BLOCKED_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
                              "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "LANGUAGE",
@@ -166,7 +179,7 @@ _DEFAULT = Settings()
 
 
 def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = _DEFAULT,
-            stream: bool = False, cache: object = None) -> dict[str, Any]:
+            stream: bool = False, rendered: object = None) -> dict[str, Any]:
     """The ``GenerateContentRequest`` body. ``stream`` changes only the URL, not the body."""
     ids = plan.target.profile.call_ids
     names = {p.id: p.name for m in plan.messages for p in m.parts if isinstance(p, ToolCall)}

@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
+import orjson
+
 from ..errors import UnsupportedPart
 from ..messages import Compaction, Part, Text, ToolCall, ToolResult
-from ..replay import BuildCache, PlannedMessage, ReplayPlan, Settings, common_prefix
+from ..replay import PlannedMessage, ReplayPlan, Settings
 from ..resolve import Resolved
 from ..routes import at_path, deep_merge
 from . import ToolSpec
@@ -60,22 +62,21 @@ def to_wire(
     tools: Sequence[ToolSpec] = (),
     settings: Settings = _DEFAULT_SETTINGS,
     stream: bool = False,
-    cache: BuildCache | None = None,
+    rendered: Sequence[bytes] | None = None,
 ) -> dict[str, Any]:
-    """The request body for ``plan``; nothing here decides what reasoning is replayed."""
+    """The request body for ``plan``; nothing here decides what reasoning is replayed.
+    ``rendered``: each planned message's ``render_message``, serialised (``replay.memo``),
+    when the caller kept them: spliced into the body as bytes."""
     route = plan.target.route
-    sig_at = (route.call_signature, route.text_signature)
-    if cache is None:
-        chunks = [_render(pm, sig_at) for pm in plan.messages]
-    else:  # reuse the previous request's rendered prefix (same planned objects), render the rest
-        chunks = []
-        last = cache.last_render
-        if last is not None and last[0] == ("openai_chat", sig_at):
-            chunks = last[2][: common_prefix(last[1], plan.messages)]
-        chunks += [cache.get(pm, sig_at, lambda pm=pm: _render(pm, sig_at))
-                   for pm in plan.messages[len(chunks):]]
-        cache.last_render = (("openai_chat", sig_at), plan.messages, chunks)
-    messages: list[dict[str, Any]] = list(chain.from_iterable(chunks))
+    messages: Any
+    if rendered is None:
+        sig_at = (route.call_signature, route.text_signature)
+        messages = list(chain.from_iterable(_render(pm, sig_at) for pm in plan.messages))
+    else:
+        # one fragment per stored message (a message rendered as two chat messages splices
+        # both, comma-separated); orjson copies each, which is fast for many small fragments
+        fragment = orjson.Fragment
+        messages = [fragment(r) for r in rendered if r]
     body: dict[str, Any] = {"model": plan.target.model, "messages": messages}
     if tools:
         body["tools"] = [_tool(t) for t in tools]
@@ -173,6 +174,7 @@ def _tool_results(pm: PlannedMessage, parts: Sequence[Part]) -> list[dict[str, A
 
 
 def render_message(pm: PlannedMessage, route: Any) -> list[dict[str, Any]]:
-    """One planned message as the chat messages ``to_wire`` would send for it (``hermes proxy``
-    takes the reasoning keys from here, so it never places a field differently)."""
+    """One planned message as the chat messages ``to_wire`` sends for it: pure, so the
+    builder memoises it per planned message (``replay.render_with``); ``hermes proxy`` takes
+    the reasoning keys from here, so it never places a field differently."""
     return _render(pm, (route.call_signature, route.text_signature))

@@ -20,7 +20,7 @@ fold of a stream equals the parse of the completed response.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -34,7 +34,21 @@ from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from . import FunctionDecoder, ToolSpec
 
-__all__ = ["BLOB_KIND", "SEPARATOR", "SUMMARY_PARTS", "attempt", "decode_event", "decoder", "endpoint", "from_wire", "to_wire"]
+__all__ = [
+    "BLOB_KIND",
+    "SEPARATOR",
+    "SUMMARY_PARTS",
+    "attempt",
+    "decode_event",
+    "decoder",
+    "endpoint",
+    "from_wire",
+    "render_message",
+    "to_wire",
+]
+
+render_message: Callable[..., Any] | None = None
+"""This wire renders the whole plan in ``to_wire``; nothing per message to reuse."""
 
 BLOB_KIND = "openai.encrypted"
 SEPARATOR = "\n\n"
@@ -61,7 +75,7 @@ def to_wire(
     tools: Sequence[ToolSpec] = (),
     settings: Settings = _DEFAULT_SETTINGS,
     stream: bool = False,
-    cache: object = None,
+    rendered: object = None,
 ) -> dict[str, Any]:
     """The request body for ``plan``: input items in the stored order, nothing re-decided."""
     items: list[dict[str, Any]] = []
