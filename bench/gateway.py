@@ -8,10 +8,14 @@ calls and two store commits).
 For each concurrency level N (1, 16, 32) two runs of N sessions x TURNS turns each, with the
 same texts and the same history lengths:
 
-* **direct** — N threads in a child process calling ``Agent.run_turn`` on their own sessions
-  (one store, one shared HTTP transport, the preflight token estimate and one agent per
-  session across its turns, as the gateway has with its hot sessions);
-* **gateway** — N threads here posting the same turns to the gateway over HTTP.
+* **direct** — N threads in a child process running the turns on their own sessions through
+  ``hermes.runtime.Runtime`` as the product builds them (one store, one shared HTTP transport,
+  ``Runtime.agent`` — config's settings, the preflight token estimate — one agent per session
+  across its turns, each turn continuing from the history the last one returned, as the
+  gateway's hot sessions give it);
+* **gateway** — N threads in another child process posting the same turns to the gateway over
+  HTTP (its own process, so the clients' CPU does not share the emulator's GIL: the emulator
+  answers both runs alike).
 
 ``added`` at a percentile is gateway latency minus direct latency at that percentile: HTTP,
 JSON, the session lock (database round trips), the worker-thread hop and route resolution.
@@ -97,31 +101,28 @@ def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float
 
 
 def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[float], float, float]:
-    from hermes.agent import Agent
-    from hermes.compactor import AutoCompactor
-    from hermes.resolve import resolve
+    from hermes.runtime import Runtime
     from hermes.store import Store
     from hermes.tools import ToolContext, load_toolbox
     from hermes.transport import Transport
 
     store = Store(home / "direct.db")
-    transport = Transport()
-    resolved = resolve(ROUTE, emu_url, MODEL)
-    sids = [store.create_session(provider=ROUTE, model=MODEL, base_url=emu_url) for _ in range(n)]
-    warm = store.create_session(provider=ROUTE, model=MODEL, base_url=emu_url)
+    runtime = Runtime.load(store=store, transport=Transport())
+    resolved = runtime.route(provider=ROUTE, model=MODEL, base_url=emu_url)
+    key = runtime.key(resolved)
+    toolbox = load_toolbox(ToolContext(allow_commands=False))
+    sids = [runtime.create(resolved, base_url=emu_url) for _ in range(n)]
+    warm = runtime.create(resolved, base_url=emu_url)
     for j in range(3):  # imports, the connection pool: the gateway was warmed up the same way
-        Agent(store, load_toolbox(ToolContext(), plugins=False), api_key=KEY, transport=transport,
-              compactor=AutoCompactor()).run_turn(warm, f"warm {j}", resolved)  # + the tokenizer's load
+        runtime.agent(toolbox, api_key=key).run_turn(warm, f"warm {j}", resolved)  # + the tokenizer's load
 
     def worker(sid: str) -> list[float]:
-        # the gateway's agent work: the same preflight estimate (AutoCompactor) and a build cache
-        # kept across the session's turns (what the gateway's hot sessions give it)
-        agent = Agent(store, load_toolbox(ToolContext(), plugins=False), api_key=KEY, transport=transport,
-                      compactor=AutoCompactor())
+        agent = runtime.agent(toolbox, api_key=key)
+        history = store.load(sid)
         out = []
         for j in range(turns):
             t = time.perf_counter()
-            agent.run_turn(sid, f"turn {j}", resolved)
+            history = agent.run_turn(sid, f"turn {j}", resolved, history=history).history
             out.append(time.perf_counter() - t)
         return out
 
@@ -129,12 +130,23 @@ def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[fl
     with ThreadPoolExecutor(n) as pool:
         lat = [x for xs in pool.map(worker, sids) for x in xs]
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    transport.close()
+    assert runtime.transport is not None
+    runtime.transport.close()
     store.close()
     return lat, wall, cpu
 
 
 def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float], float]:
+    """In a child process too (see ``gateway_clients``)."""
+    import orjson
+
+    out = subprocess.run([sys.executable, __file__, "--client-worker", str(n), str(turns), emu_url, base],
+                         capture_output=True, check=True)
+    data = orjson.loads(out.stdout)
+    return data["lat"], data["wall"]
+
+
+def gateway_clients(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float], float]:
     with httpx.Client(base_url=base, timeout=120) as c:
         sids = [c.post("/v1/sessions", json={"provider": ROUTE, "model": MODEL, "base_url": emu_url}).json()["id"]
                 for _ in range(n)]
@@ -161,7 +173,15 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=20, help="turns per session (default 20)")
     ap.add_argument("--levels", default="1,16,32")
     ap.add_argument("--direct-worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--client-worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.client_worker:
+        import orjson
+
+        n, turns, url, base = args.client_worker
+        lat, wall = gateway_clients(base, url, int(n), int(turns))
+        sys.stdout.write(orjson.dumps({"lat": lat, "wall": wall}).decode())
+        return
     if args.direct_worker:
         import orjson
 

@@ -17,7 +17,10 @@ store reports *under the session lock*:
   messages are loaded (``Store.load_tail``) and appended; the cache keeps its entries;
 * anything else (smaller, a recreated session, no entry) — a full load and a new cache.
 
-So a turn committed elsewhere is never missed. A turn that fails is not checked back in:
+So a turn committed elsewhere is never missed. The row read under the lease is the only
+version trusted: ``peek`` hands out the row the last turn saw, for checks a caller makes
+*before* it takes the lease (a gateway refusing a request without writing), never as proof
+that the history is current. A turn that fails is not checked back in:
 its entry is gone and the next turn loads from the store. Entries are taken out while a turn
 runs, so two threads never share one history list or ``BuildMemo``.
 """
@@ -37,8 +40,9 @@ __all__ = ["HotSessions"]
 
 @dataclass(slots=True)
 class _Entry:
-    created: float
-    """The session row's creation time: an id reused by a new session is not the same session."""
+    info: Any
+    """The session row (``SessionInfo``) the last turn ran on; its ``created`` tells an id
+    reused by a new session from the same session."""
     history: list[Message]
     cache: BuildMemo
 
@@ -68,7 +72,7 @@ class HotSessions:
             if e is not None:
                 self._messages -= len(e.history)
         count = info.message_count
-        if e is not None and e.created == info.created:
+        if e is not None and e.info.created == info.created:
             have = len(e.history)
             if have == count:
                 self.hits += 1
@@ -88,11 +92,17 @@ class HotSessions:
             old = self._entries.pop(info.id, None)
             if old is not None:
                 self._messages -= len(old.history)
-            self._entries[info.id] = _Entry(info.created, list(history), cache)
+            self._entries[info.id] = _Entry(info, list(history), cache)
             self._messages += len(history)
             while len(self._entries) > self.capacity or (self._messages > self.max_messages and self._entries):
                 _, gone = self._entries.popitem(last=False)
                 self._messages -= len(gone.history)
+
+    def peek(self, session_id: str) -> Any:
+        """The session row the last turn checked in ran on (``None``: not hot here). Possibly
+        stale: for early refusals only, ``checkout`` validates against a fresh row."""
+        e = self._entries.get(session_id)
+        return None if e is None else e.info
 
     def drop(self, session_id: str) -> None:
         with self._lock:

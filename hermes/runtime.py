@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .config import Config
@@ -79,6 +79,10 @@ class Runtime:
     store: SessionStore
     transport: Transport | None = None
     """The HTTP client agents and summary calls share (None: each agent makes its own)."""
+    _routes: dict[tuple[str | None, ...], Resolved] = field(default_factory=dict, init=False, repr=False)
+    """Routes chosen so far: ``choose_route`` is a pure function of its arguments once config and
+    the table are fixed (they are, for a runtime's life), and resolving explains itself at some
+    cost (look-alike rows, URL checks: ~0.5 ms), which a gateway would pay twice a turn."""
 
     @classmethod
     def load(cls, *, config: Config | None = None, store: SessionStore | None = None,
@@ -99,8 +103,16 @@ class Runtime:
 
     def route(self, *, provider: str | None = None, model: str | None = None, base_url: str | None = None,
               session: SessionInfo | None = None) -> Resolved:
-        return choose_route(self.config, self.table, provider=provider, model=model, base_url=base_url,
-                            session=session)
+        at = (provider, model, base_url) if session is None else (
+            provider, model, base_url, session.provider, session.model, session.base_url)
+        found = self._routes.get(at)
+        if found is None:
+            found = choose_route(self.config, self.table, provider=provider, model=model, base_url=base_url,
+                                 session=session)
+            if len(self._routes) >= 4096:  # client-named URLs are unbounded: keep the memo bounded
+                self._routes.clear()
+            self._routes[at] = found
+        return found
 
     def key(self, resolved: Resolved, given: str | None = None) -> str | None:
         """The key for ``resolved``'s route: ``given``, else its variable, else HERMES_API_KEY."""

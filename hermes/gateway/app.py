@@ -70,7 +70,7 @@ from .http import (
 )
 from .http import field as body_field
 from .idempotency import IdempotencyCache
-from .locks import SessionLocks
+from .locks import SessionLocks, Take
 from .turns import TurnJob, TurnRequest, describe, openai_usage
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
@@ -165,17 +165,33 @@ class GatewayState:
         return self.runtime.switch(info, provider=req.provider, model=req.model, base_url=req.base_url,
                                    check=lambda r: self.admit(r, req.base_url))
 
-    def run_turn(self, req: TurnRequest, on_event: EventSink, lease: Lease) -> dict[str, Any]:
-        """Under the session lease, on a worker thread: route, key, switch, then the agent loop
-        (its steps commit through ``Fenced``: refused if another worker took the lease over)."""
-        info = self.store.get_session(req.session_id)
-        resolved = self.switch(info, req)
-        history, cache = self.hot.checkout(self.store, info)
+    def prepare(self, req: TurnRequest) -> tuple[SessionInfo, Resolved]:
+        """Refuse what can be refused before anything is written, the lease included: an
+        unknown session, an unroutable switch, a missing key, a base URL the client may not
+        name. The session's row comes from the hot entry when this process ran its last turn
+        (it is checked again under the lease), else from the store."""
+        info = self.hot.peek(req.session_id) or self.require_session(req.session_id)
+        resolved = self.runtime.route(provider=req.provider, model=req.model, base_url=req.base_url, session=info)
+        self.admit(resolved, req.base_url)
+        return info, resolved
+
+    def run_turn(self, req: TurnRequest, on_event: EventSink | None, take: Take) -> dict[str, Any]:
+        """The whole turn, in one worker-thread call: checks, the lease (``take``), the session's
+        row read under it — the version the hot entry is validated against — then the agent loop
+        (its steps commit through ``Fenced``: refused if another worker took the lease over).
+        The route is chosen again only when the row or the request says it may have changed."""
+        info, resolved = self.prepare(req)
+        lease = take()
+        fresh = self.store.get_session(req.session_id)
+        if (fresh.provider, fresh.model, fresh.base_url) != (info.provider, info.model, info.base_url) or (
+                req.provider or req.model or req.base_url):
+            resolved = self.switch(fresh, req)
+        history, cache = self.hot.checkout(self.store, fresh)
         agent = self.runtime.agent(self.toolbox, api_key=self.runtime.key(resolved), on_event=on_event,
                                    stream=self.options.provider_stream, max_steps=self.options.max_steps, cache=cache)
-        result = self.runtime.turn(agent, info.id, req.content, resolved, lease=lease, history=history)
-        self.hot.checkin(info, result.history, cache)
-        return {"session_id": info.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
+        result = self.runtime.turn(agent, fresh.id, req.content, resolved, lease=lease, history=history)
+        self.hot.checkin(fresh, result.history, cache)
+        return {"session_id": fresh.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
                 "learned": result.learned, "usage": openai_usage(result.usage), **describe(resolved)}
 
     def require_session(self, session_id: str) -> SessionInfo:
@@ -192,16 +208,16 @@ class GatewayState:
 
     # ----------------------------------------------------------------- turns
 
-    def start_turn(self, req: TurnRequest) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
-        job = TurnJob(self.locks, req, lambda on_event, lease: self.run_turn(req, on_event, lease), self.limiter,
-                      wait_s=req.wait_s)
+    def start_turn(self, req: TurnRequest, *, events: bool) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
+        job = TurnJob(self.locks, req, lambda on_event, take: self.run_turn(req, on_event, take), self.limiter,
+                      wait_s=req.wait_s, events=events)
         task = asyncio.create_task(job.run())
         self.jobs.add(task)
         task.add_done_callback(_finished(self.jobs))
         return job, task
 
     async def turn_json(self, req: TurnRequest) -> dict[str, Any]:
-        _, task = self.start_turn(req)
+        _, task = self.start_turn(req, events=False)
         # shield: a client that hangs up does not cancel the turn; it finishes and commits
         return await asyncio.shield(task)
 
@@ -228,7 +244,7 @@ class GatewayState:
 
     async def turn_events(self, req: TurnRequest) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Wait for the lock (errors raise before any byte is sent), then yield the events."""
-        job, task = self.start_turn(req)
+        job, task = self.start_turn(req, events=True)
         waiters: set[asyncio.Future[Any]] = {job.locked, task}
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         if task.done() and not job.locked.done():
@@ -334,9 +350,6 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         req = TurnRequest(sid, content, body_field(body, "provider"), body_field(body, "model"),
                           body_field(body, "base_url"),
                           None if wait is None else min(float(wait), opts.lock_wait_s))
-        # unknown session, an unroutable switch or a missing key: refused here, before the lock
-        # and before any write (one thread hop for all three checks)
-        await thread(lambda: _check_route(state, req, state.require_session(sid)))
         key = request.headers.get("idempotency-key")
         if not stream and key is not None:
             digest = hashlib.sha256(f"messages\0{sid}\0".encode() + orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
@@ -398,6 +411,7 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await state.drain()
+        state.locks.close()
         state.transport.close()
 
     routes = [
@@ -426,7 +440,3 @@ def _ui(store: SessionStore, opts: GatewayOptions, throttle: AuthThrottle) -> An
 
     return create_ui(store, token=opts.token, throttle=throttle)
 
-
-def _check_route(state: GatewayState, req: TurnRequest, info: SessionInfo) -> None:
-    resolved = state.runtime.route(provider=req.provider, model=req.model, base_url=req.base_url, session=info)
-    state.admit(resolved, req.base_url)

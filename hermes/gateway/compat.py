@@ -149,9 +149,7 @@ async def chat_completions(state: Any, request: Request) -> Response:
             outcome = await asyncio.shield(future)
             return _render_done(outcome, stream, include_usage, replayed=True)
     try:
-        if sid:
-            await anyio.to_thread.run_sync(state.require_session, sid)
-        else:
+        if not sid:  # a named session is checked by the turn itself, before its lease
             sid = await anyio.to_thread.run_sync(_first_use_session, state, model)
         events = await state.turn_events(TurnRequest(sid, text))
     except Exception as e:  # refused before the turn began: nothing stored, a retry is safe

@@ -12,9 +12,22 @@ Two layers, because they solve different problems:
    the session, while a live but slow turn keeps it.
 
 Every owner string is unique per turn (host:pid:nonce:counter), so a renew can never extend
-someone else's lock and a release after expiry deletes nothing. ``hold`` yields the
-:class:`~hermes.store.lease.Lease`; the turn commits its steps through
-``Fenced(store, lease)``, so a worker whose lease was taken over cannot commit afterwards.
+someone else's lock and a release after expiry deletes nothing. The turn commits its steps
+through ``Fenced(store, lease)``, so a worker whose lease was taken over cannot commit
+afterwards.
+
+Two ways to hold a session:
+
+* ``run(session_id, attempt)`` — a turn. The local lock is taken on the event loop; then
+  *one* worker-thread call does everything else: ``attempt(take)`` runs its checks, calls
+  ``take()`` (one lease transaction), runs the turn and releases the lease (one more) before
+  it returns. Only a lease another process holds costs more: ``take`` says so, the call
+  returns, and the loop polls again after a backoff without holding a thread.
+* ``async with hold(session_id) as lease`` — the same lease around async code (``/compress``).
+
+Leases taken by ``run`` are renewed by one task per process (every ``ttl/3``, all held
+leases), not a task per turn; a renewal and a release are ordered by a lock, so a renewal can
+never bring back a lease its turn has already released.
 """
 
 from __future__ import annotations
@@ -24,11 +37,12 @@ import itertools
 import os
 import secrets
 import socket
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -39,7 +53,17 @@ from ..store.lease import Lease
 if TYPE_CHECKING:
     from ..store import SessionStore
 
-__all__ = ["Busy", "SessionLocks"]
+__all__ = ["Busy", "SessionLocks", "Take"]
+
+T = TypeVar("T")
+Take = Callable[[], Lease]
+"""Take the session's store lease now, on the worker thread (held by another process: the
+attempt is abandoned before it wrote anything and ``run`` polls again)."""
+
+
+class _Retry(BaseException):
+    """``take`` found the lease held elsewhere: give the thread back, poll again later. A
+    ``BaseException`` so no ``except Exception`` in an attempt can swallow it."""
 
 
 class Busy(Exception):
@@ -65,11 +89,14 @@ class SessionLocks:
         self.prefix = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._seq = itertools.count(1)
         self._local: dict[str, _Local] = {}
+        self._held: dict[str, str] = {}
+        """owner -> session id of each lease ``run`` holds now (what the renewer renews)."""
+        self._held_lock = threading.Lock()
+        self._renewer: asyncio.Task[None] | None = None
 
     @asynccontextmanager
-    async def hold(self, session_id: str, *, wait_s: float | None = None) -> AsyncIterator[Lease]:
-        """Wait (up to ``wait_s``) for the session, yield the lease, always release."""
-        deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
+    async def _local_turn(self, session_id: str, deadline: float) -> AsyncIterator[None]:
+        """This process's FIFO queue for the session (no database): one turn at a time."""
         local = self._local.setdefault(session_id, _Local())
         local.users += 1
         try:
@@ -78,21 +105,97 @@ class SessionLocks:
             except TimeoutError:
                 raise Busy(session_id) from None
             try:
-                owner = f"{self.prefix}:{next(self._seq)}"
-                fence = await self._acquire(session_id, owner, deadline)
-                renewer = asyncio.create_task(self._renew(session_id, owner))
-                try:
-                    yield Lease(session_id, owner, fence)
-                finally:
-                    renewer.cancel()
-                    with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(self.store.release_lock, session_id, owner)
+                yield
             finally:
                 local.lock.release()
         finally:
             local.users -= 1
             if local.users == 0:
                 self._local.pop(session_id, None)
+
+    async def run(self, session_id: str, attempt: Callable[[Take], T], *, limiter: anyio.CapacityLimiter,
+                  wait_s: float | None = None) -> T:
+        """``attempt(take)`` on a worker thread, in this process's queue for the session: it
+        must call ``take()`` before it writes anything; the lease it gets is released when
+        ``attempt`` returns or raises (still on its thread). Busy after ``wait_s``."""
+        deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew_held())
+
+        def once() -> T:
+            held: list[Lease] = []
+
+            def take() -> Lease:
+                owner = f"{self.prefix}:{next(self._seq)}"
+                fence = self.store.acquire_lease(session_id, owner, self.ttl_s)
+                if fence is None:
+                    raise _Retry
+                lease = Lease(session_id, owner, int(fence))
+                with self._held_lock:
+                    self._held[owner] = session_id
+                held.append(lease)
+                return lease
+
+            try:
+                return attempt(take)
+            finally:
+                for lease in held:
+                    with self._held_lock:  # after this no renewal of it can start
+                        self._held.pop(lease.owner, None)
+                    self.store.release_lock(session_id, lease.owner)
+
+        delay = self.poll_min_s
+        async with self._local_turn(session_id, deadline):
+            while True:
+                try:
+                    return await anyio.to_thread.run_sync(once, limiter=limiter)
+                except _Retry:
+                    pass
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Busy(session_id)
+                await asyncio.sleep(min(delay * (0.5 + secrets.randbelow(1000) / 1000), left))
+                delay = min(delay * 2, self.poll_max_s)
+
+    async def _renew_held(self) -> None:
+        """Renew every lease ``run`` holds, every ``ttl/3``; the held-lock is kept across each
+        renewal so a release (which takes it first) never races one."""
+
+        def renew_all() -> None:
+            with self._held_lock:
+                for owner, session_id in list(self._held.items()):
+                    try:
+                        ok = self.store.acquire_lock(session_id, owner, self.ttl_s)
+                    except Exception as e:  # a store hiccup: the next round tries again
+                        ok = False
+                        log_event("gateway_lock_renew_failed", session=session_id, error=type(e).__name__)
+                    if not ok:  # only possible if this process stalled past the TTL
+                        log_event("gateway_lock_lost", session=session_id, owner=owner)
+
+        while True:
+            await asyncio.sleep(self.ttl_s / 3)
+            if self._held:
+                await anyio.to_thread.run_sync(renew_all)
+
+    def close(self) -> None:
+        """Stop the renewal task (at shutdown, once no turn runs)."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+
+    @asynccontextmanager
+    async def hold(self, session_id: str, *, wait_s: float | None = None) -> AsyncIterator[Lease]:
+        """Wait (up to ``wait_s``) for the session, yield the lease, always release."""
+        deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
+        async with self._local_turn(session_id, deadline):
+            owner = f"{self.prefix}:{next(self._seq)}"
+            fence = await self._acquire(session_id, owner, deadline)
+            renewer = asyncio.create_task(self._renew(session_id, owner))
+            try:
+                yield Lease(session_id, owner, fence)
+            finally:
+                renewer.cancel()
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self.store.release_lock, session_id, owner)
 
     async def _acquire(self, session_id: str, owner: str, deadline: float) -> int:
         delay = self.poll_min_s

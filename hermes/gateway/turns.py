@@ -1,5 +1,8 @@
 """One gateway turn: lock the session, run ``Agent.run_turn`` in a worker thread, report events.
 
+One worker-thread call per turn does the checks, takes the lease, runs the turn and releases
+the lease (``SessionLocks.run``): the event loop only parses HTTP and waits.
+
 A ``TurnJob`` is an asyncio task of its own, not part of the HTTP request: if the client goes
 away mid-stream, the turn still runs to its end and commits, and the lock is still released.
 The agent commits each step in one transaction, and the worker thread cannot be cancelled,
@@ -24,7 +27,7 @@ from ..events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFi
 from ..resolve import Resolved
 from ..store.lease import Lease
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
-from .locks import SessionLocks
+from .locks import SessionLocks, Take
 
 __all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "openai_usage"]
 
@@ -75,34 +78,58 @@ def event_mapper(sink: GatewaySink) -> EventSink:
 
 @dataclass
 class TurnJob:
-    """Runs ``work(on_event, lease)`` under the session lease; ``locked`` resolves once held."""
+    """Runs ``work(on_event, take)`` in one worker-thread call under the session's lease
+    (``SessionLocks.run``): ``work`` does its checks, calls ``take()`` for the lease and runs the
+    turn. ``locked`` resolves once the lease is held — or fails with what refused the turn
+    before it, so a streamed response can still answer with an HTTP error. Events are mapped
+    and queued only when ``events`` is set (a streamed response): a JSON turn pays nothing for
+    them."""
 
     locks: SessionLocks
     request: TurnRequest
-    work: Callable[[EventSink, Lease], dict[str, Any]]
+    work: Callable[[EventSink | None, Take], dict[str, Any]]
     limiter: anyio.CapacityLimiter
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     wait_s: float | None = None
+    events: bool = True
+    held: bool = False
+    """Set on the worker thread once the lease is held; read on the loop after the call returns."""
+
+    def _locked(self) -> None:
+        if not self.locked.done():
+            self.locked.set_result(None)
 
     async def run(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
+        on_event: EventSink | None = None
+        if self.events:
+            def sink(event: str, data: dict[str, Any]) -> None:
+                loop.call_soon_threadsafe(self.queue.put_nowait, (event, data))
 
-        def sink(event: str, data: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(self.queue.put_nowait, (event, data))
+            on_event = event_mapper(sink)
 
-        on_event = event_mapper(sink)
+        def attempt(take: Take) -> dict[str, Any]:
+            def taking() -> Lease:
+                lease = take()
+                self.held = True
+                if self.events:  # queued before any event of the turn: the order is kept
+                    loop.call_soon_threadsafe(self._locked)
+                return lease
+
+            return self.work(on_event, taking)
+
         try:
-            async with self.locks.hold(self.request.session_id, wait_s=self.wait_s) as lease:
-                self.locked.set_result(None)
-                result = await anyio.to_thread.run_sync(self.work, on_event, lease, limiter=self.limiter)
+            result = await self.locks.run(self.request.session_id, attempt, limiter=self.limiter,
+                                          wait_s=self.wait_s)
         except BaseException as e:
-            if not self.locked.done():
+            if not self.held and not self.locked.done():
                 self.locked.set_exception(e)
                 self.locked.exception()  # marks it retrieved: the task's own exception is the report
             else:
                 self.queue.put_nowait(("error", {"exception": e}))
             raise
+        self._locked()
         # the sink's call_soon_threadsafe callbacks run before this one: order is kept
         loop.call_soon(self.queue.put_nowait, ("done", result))
         return result
