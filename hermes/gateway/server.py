@@ -68,17 +68,26 @@ def gateway_token(config: Config) -> str | None:
 
 
 def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with two limits it lacks: a deadline for each request's headers
+    """uvicorn's HTTP protocol with two limits it lacks: a deadline for each request's headers
     (from connection open, and again from the end of each response, so an idle or trickling
     keep-alive connection is closed too), and a cap on open connections. A client that sends
     one header byte every few seconds is closed after ``header_timeout_s``; the event loop
     never waits on it, so other clients are served meanwhile. At the cap, a new connection
     evicts the longest-waiting one that has not sent its headers yet (an attacker's stalled
     sockets go first, a client mid-request never does); only when there is none is the new
-    connection closed."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    connection closed.
 
-    class Guarded(H11Protocol):
+    The parser is ``httptools`` (llhttp, in C) when it is installed — it is a dependency — and
+    uvicorn's pure-Python ``h11`` otherwise: parsing and writing a request with h11 is about
+    half of the event loop's CPU per gateway turn (see docs/performance.md)."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+        headers_done = "on_headers_complete"
+    except ImportError:  # pragma: no cover - httptools is a dependency
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
+        headers_done = "handle_events"
+
+    class Guarded(Base):  # type: ignore[misc,valid-type]
         _deadline: asyncio.TimerHandle | None = None
         _armed_at: float = 0.0
 
@@ -108,9 +117,9 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
             if not self.transport.is_closing():
                 self.transport.abort()
 
-        def handle_events(self) -> None:
+        def _headers_seen(self) -> None:
             before = self.cycle
-            super().handle_events()
+            getattr(super(), headers_done)()
             if self.cycle is not None and self.cycle is not before:
                 self._disarm()  # headers complete: the body has its own deadline (read_json)
 
@@ -123,6 +132,7 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
             self._disarm()
             super().connection_lost(exc)
 
+    setattr(Guarded, headers_done, Guarded._headers_seen)
     return Guarded
 
 
