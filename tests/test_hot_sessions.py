@@ -33,11 +33,19 @@ ROUTES = [("deepseek", "deepseek-v4-pro"), ("anthropic", "claude-opus-4-6"), ("o
           ("gemini", "gemini-2.5-flash")]
 
 
-@pytest.fixture
-def stores(tmp_path: Any) -> Iterator[tuple[Store, Store]]:
-    """Two connections to one database file: two workers."""
-    with Store(tmp_path / "state.db") as a, Store(tmp_path / "state.db") as b:
-        yield a, b
+@pytest.fixture(params=["sqlite", "postgres"])
+def stores(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[tuple[Any, Any]]:
+    """Two workers' stores on one database: two connections to one state.db, or two pools on
+    one PostgreSQL database."""
+    if request.param == "sqlite":
+        with Store(tmp_path / "state.db") as a, Store(tmp_path / "state.db") as b:
+            yield a, b
+    else:
+        from hermes.store.pg import PgStore
+
+        url = request.getfixturevalue("pg_url")
+        with PgStore(url) as a, PgStore(url) as b:
+            yield a, b
 
 
 def _toolbox() -> Toolbox:

@@ -4,6 +4,10 @@ Each worker is a real ``python -m hermes gateway`` process with its own port and
 ``HERMES_DATABASE_URL`` pointing at one database on the throw-away server the tests start.
 What must hold:
 
+* turns on one session alternating between workers, each of which keeps the session hot in
+  its own process: every request carries every earlier turn, and every reasoning blob stored
+  by whichever worker ran it, byte for byte (a hot entry that missed another worker's commit
+  would send a shorter history);
 * 8 clients x 25 turns on two shared sessions, every request sent to a different worker than
   the last: every message stored exactly once, each client's turns in order, nothing
   interleaved (the session's lease in the database serialises turns across processes);
@@ -34,7 +38,7 @@ from typing import Any
 import httpx
 import pytest
 from _procs import PgFleet, stop_all, wait_for
-from test_gateway import _env, check_serialised, start_process
+from test_gateway import _env, check_serialised, opaque_payloads, start_process, strings_in
 
 from hermes.emulate import Emulator
 from hermes.store.pg import PgStore
@@ -113,6 +117,30 @@ def test_eight_clients_on_shared_sessions_across_three_workers(fleet: Fleet) -> 
     assert fleet.sql("SELECT COUNT(*) FROM session_locks") == [(0,)]
     fences = fleet.sql("SELECT lease_fence FROM sessions WHERE id = ANY(%s)", sessions)
     assert all(f >= clients // 2 * turns for (f,) in fences)  # one lease per turn, across processes
+
+
+def test_hot_workers_alternating_on_one_session_send_every_earlier_turn(fleet: Fleet) -> None:
+    sid = fleet.create()
+    order = [0, 0, 1, 0, 2, 2, 1, 1, 0, 2]  # hits (same worker again) and tails (another committed)
+    workers = [fleet.client(b) for b in fleet.bases]
+    try:
+        for j, w in enumerate(order):
+            with fleet.store() as s:
+                stored = s.load(sid)
+            n = len(fleet.emu.requests(ROUTE))
+            r = workers[w].post(f"/v1/sessions/{sid}/messages", json={"content": f"turn {j}"})
+            assert r.status_code == 200, r.text
+            first = fleet.emu.requests(ROUTE)[n]["body"]
+            users = [i for i in first["input"] if i.get("role") == "user"]
+            assert len(users) == j + 1, f"turn {j} on worker {w} sent {len(users)} user turns, not {j + 1}"
+            blobs = opaque_payloads(stored)
+            assert len(blobs) >= j, "each earlier turn stored reasoning to replay"
+            assert set(blobs) <= strings_in(first), f"turn {j} on worker {w} dropped stored reasoning"
+    finally:
+        for c in workers:
+            c.close()
+    with fleet.store() as s:
+        assert s.get_session(sid).message_count == 4 * len(order)
 
 
 def test_kill_9_mid_commit_leaves_no_partial_step_and_another_worker_continues(fleet: Fleet) -> None:
