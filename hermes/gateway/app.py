@@ -28,6 +28,7 @@ the server's environment (``keys.find_key``), never from a request. See docs/sec
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -116,6 +117,9 @@ class GatewayState:
     idempotency: IdempotencyCache = field(init=False)
     auth_failures: AuthThrottle = field(init=False)
     limiter: anyio.CapacityLimiter = field(init=False)
+    """Bounds the other blocking calls (``/compress``, session views) on anyio's threads."""
+    pool: concurrent.futures.ThreadPoolExecutor = field(init=False)
+    """The turns' worker threads (``options.workers`` of them; see ``SessionLocks.run``)."""
     jobs: set[asyncio.Task[Any]] = field(default_factory=set)
     transport: Transport = field(init=False)
     """One HTTP client (connection pool) for every turn: a client per request would pay TLS
@@ -136,6 +140,7 @@ class GatewayState:
             ToolContext(allow_commands=False, read_roots=roots))
         self.locks = SessionLocks(self.store, ttl_s=self.options.lock_ttl_s, wait_s=self.options.lock_wait_s)
         self.limiter = anyio.CapacityLimiter(self.options.workers)
+        self.pool = concurrent.futures.ThreadPoolExecutor(self.options.workers, thread_name_prefix="hermes-turn")
         self.idempotency = IdempotencyCache()
         self.auth_failures = AuthThrottle()
 
@@ -209,7 +214,7 @@ class GatewayState:
     # ----------------------------------------------------------------- turns
 
     def start_turn(self, req: TurnRequest, *, events: bool) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
-        job = TurnJob(self.locks, req, lambda on_event, take: self.run_turn(req, on_event, take), self.limiter,
+        job = TurnJob(self.locks, req, lambda on_event, take: self.run_turn(req, on_event, take), self.pool,
                       wait_s=req.wait_s, events=events)
         task = asyncio.create_task(job.run())
         self.jobs.add(task)
@@ -412,6 +417,7 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         yield
         await state.drain()
         state.locks.close()
+        state.pool.shutdown(wait=True)
         state.transport.close()
 
     routes = [

@@ -10,10 +10,10 @@ passed through ``errors.redact`` so no key the server knows can leak into a resp
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from typing import Any
 
-import anyio
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
@@ -133,7 +133,6 @@ class AuthThrottle:
     async def failed(self, request: Request) -> None:
         """Wait this client's next back-off step: it just gave a wrong token (here, or in the
         web view's login form)."""
-        import asyncio
         import time
 
         who = request.client.host if request.client else ""
@@ -154,7 +153,7 @@ async def read_json(request: Request, limit: int, *, optional: bool = False,
     sites without asking; it cannot send JSON that way), 408 when it does not arrive within
     ``timeout_s`` (a client trickling a body would otherwise hold a connection forever)."""
     try:
-        with anyio.fail_after(timeout_s):
+        async with asyncio.timeout(timeout_s):  # asyncio's own: anyio's cancel scope costs ~4x more
             raw = await read_body(request, limit)
     except TimeoutError:
         raise ApiError(408, "timeout", f"the request body did not arrive within {timeout_s:g} s",

@@ -33,6 +33,8 @@ never bring back a lease its turn has already released.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import itertools
 import os
 import secrets
@@ -64,6 +66,18 @@ attempt is abandoned before it wrote anything and ``run`` polls again)."""
 class _Retry(BaseException):
     """``take`` found the lease held elsewhere: give the thread back, poll again later. A
     ``BaseException`` so no ``except Exception`` in an attempt can swallow it."""
+
+
+async def _uncancelled(future: asyncio.Future[T]) -> T:
+    """Await a worker thread's result; if the awaiting task is cancelled, still wait for the
+    thread (it cannot be stopped, and the session's local lock must stay held until its lease
+    is released), then re-raise the cancellation."""
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(future)
+        raise
 
 
 class Busy(Exception):
@@ -101,7 +115,10 @@ class SessionLocks:
         local.users += 1
         try:
             try:
-                await asyncio.wait_for(local.lock.acquire(), timeout=max(0.0, deadline - time.monotonic()))
+                if local.lock.locked():  # wait_for costs a task: only when there is a wait
+                    await asyncio.wait_for(local.lock.acquire(), timeout=max(0.0, deadline - time.monotonic()))
+                else:
+                    await local.lock.acquire()
             except TimeoutError:
                 raise Busy(session_id) from None
             try:
@@ -113,11 +130,15 @@ class SessionLocks:
             if local.users == 0:
                 self._local.pop(session_id, None)
 
-    async def run(self, session_id: str, attempt: Callable[[Take], T], *, limiter: anyio.CapacityLimiter,
+    async def run(self, session_id: str, attempt: Callable[[Take], T], *, pool: concurrent.futures.Executor,
                   wait_s: float | None = None) -> T:
-        """``attempt(take)`` on a worker thread, in this process's queue for the session: it
+        """``attempt(take)`` on a thread of ``pool``, in this process's queue for the session: it
         must call ``take()`` before it writes anything; the lease it gets is released when
-        ``attempt`` returns or raises (still on its thread). Busy after ``wait_s``."""
+        ``attempt`` returns or raises (still on its thread). Busy after ``wait_s``.
+
+        ``pool`` is a plain executor, not anyio's worker threads: the hand-over costs a third
+        of anyio's (no capacity limiter, cancel scope or checkpoint on the way), and a turn is
+        the one thing a gateway does many times a second. Its size bounds the turns at once."""
         deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.create_task(self._renew_held())
@@ -148,7 +169,7 @@ class SessionLocks:
         async with self._local_turn(session_id, deadline):
             while True:
                 try:
-                    return await anyio.to_thread.run_sync(once, limiter=limiter)
+                    return await _uncancelled(asyncio.get_running_loop().run_in_executor(pool, once))
                 except _Retry:
                     pass
                 left = deadline - time.monotonic()

@@ -16,12 +16,10 @@ complete), ``tool_result``, ``learned``, then ``done`` with the final JSON or ``
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import anyio
-import anyio.to_thread
 
 from ..events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
 from ..resolve import Resolved
@@ -88,7 +86,7 @@ class TurnJob:
     locks: SessionLocks
     request: TurnRequest
     work: Callable[[EventSink | None, Take], dict[str, Any]]
-    limiter: anyio.CapacityLimiter
+    pool: concurrent.futures.Executor
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     wait_s: float | None = None
@@ -120,8 +118,7 @@ class TurnJob:
             return self.work(on_event, taking)
 
         try:
-            result = await self.locks.run(self.request.session_id, attempt, limiter=self.limiter,
-                                          wait_s=self.wait_s)
+            result = await self.locks.run(self.request.session_id, attempt, pool=self.pool, wait_s=self.wait_s)
         except BaseException as e:
             if not self.held and not self.locked.done():
                 self.locked.set_exception(e)
