@@ -70,12 +70,12 @@ def peak_rss_mb(pid: int) -> float | None:
     return None
 
 
-def start_gateway(home: Path, allow: str, *args: str,
-                  env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def start_gateway(home: Path, allow: str, *args: str, env: dict[str, str] | None = None,
+                  launcher: tuple[str, ...] = ("-m", "hermes")) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "HERMES_HOME": str(home), "OPENAI_API_KEY": KEY, **(env or {})}
     env.pop("HERMES_GATEWAY_TOKEN", None)
     err = home / f"gateway-{time.monotonic_ns()}.err"
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--allow-base-url", allow,
+    proc = subprocess.Popen([sys.executable, *launcher, "gateway", "--port", "0", "--allow-base-url", allow,
                              *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     deadline = time.monotonic() + 20
@@ -164,6 +164,9 @@ class Conn:
         head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n").encode()
         self.sock.sendall(head + body)
+        return self.read_response()
+
+    def read_response(self) -> tuple[int, bytes]:
         while b"\r\n\r\n" not in self.buf:
             self.buf += self._recv()
         raw, self.buf = self.buf.split(b"\r\n\r\n", 1)

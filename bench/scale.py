@@ -78,7 +78,7 @@ def measure(label: str, home: Path, emu_url: str, turns: int, workers: int, url:
     proc, base = start_gateway(home, root, "--workers", str(workers), env=env)
     try:
         run_gateway(base, emu_url, workers * 2, 3)  # warm-up: every worker imports and connects
-        lat, wall = run_gateway(base, emu_url, SESSIONS, turns)
+        lat, wall, _ = run_gateway(base, emu_url, SESSIONS, turns)
     finally:
         proc.terminate()
         proc.wait(timeout=60)

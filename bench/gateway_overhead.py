@@ -1,0 +1,100 @@
+"""The gateway's own cost per turn, without the agent: HTTP, JSON, the checks, the session
+lease, the session row, the hot entry and the hand-over to a worker thread.
+
+One ``hermes gateway`` subprocess whose agent turn returns at once (the launcher below swaps
+``Agent.run_turn`` for a function that returns the history it was given: no model call, no
+commit), one session, one keep-alive connection posting ``TURNS`` turns one after another.
+Everything the gateway process then spends is the gateway's. Printed: its CPU per turn, split
+into the event-loop thread and the worker threads (``/proc/PID/task``), the wall time per turn
+at p50 and a bare ``GET /healthz`` for the HTTP stack's floor. CPU time does not move with the
+load of a shared machine; the wall figure does.
+
+    PYTHONPATH=. python bench/gateway_overhead.py [--turns 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gateway import MODEL, ROUTE, Conn, cpu_seconds, pct, start_gateway
+
+NULL_TURN = """
+import sys
+from hermes.agent import Agent, TurnResult
+
+def null_turn(self, session_id, user_text, resolved, *, history=None):
+    return TurnResult(session_id, "ok", 1, "answer", history=list(history or []))
+
+Agent.run_turn = null_turn
+sys.argv = ["hermes", *sys.argv[1:]]
+from hermes.cli import main
+main()
+"""
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds per thread of a live process: the main (event-loop) thread and the rest."""
+    out = {"loop": 0.0, "workers": 0.0}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out["loop" if task.name == str(pid) else "workers"] += (int(fields[11]) + int(fields[12])) / os.sysconf(
+            "SC_CLK_TCK")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--turns", type=int, default=1000)
+    args = ap.parse_args()
+    from hermes.emulate import Emulator
+
+    home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
+    with Emulator([ROUTE]) as emu:  # routes the session; never called
+        url = emu.url(ROUTE)
+        proc, base = start_gateway(home, emu.root, launcher=("-c", NULL_TURN))
+        try:
+            conn = Conn(base)
+            _, body = conn.post("/v1/sessions", orjson.dumps({"provider": ROUTE, "model": MODEL, "base_url": url}))
+            path = f"/v1/sessions/{orjson.loads(body)['id']}/messages"
+            for j in range(50):  # warm-up: imports, the first lease, the hot entry
+                conn.post(path, orjson.dumps({"content": f"warm {j}"}))
+            cpu, threads, lat = cpu_seconds(proc.pid), thread_cpu(proc.pid), []
+            for j in range(args.turns):
+                t = time.perf_counter()
+                status, text = conn.post(path, orjson.dumps({"content": f"turn {j}"}))
+                lat.append(time.perf_counter() - t)
+                if status != 200:
+                    raise SystemExit(f"gateway turn failed: {status} {text!r}")
+            cpu, after = cpu_seconds(proc.pid) - cpu, thread_cpu(proc.pid)
+            health_cpu = cpu_seconds(proc.pid)
+            host = base.removeprefix("http://").rstrip("/")
+            for _ in range(args.turns):
+                conn.sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+                conn.read_response()
+            health_cpu = cpu_seconds(proc.pid) - health_cpu
+            conn.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    n = args.turns
+    print(f"gateway_overhead: {n} null turns on one session (the agent's turn returns at once)")
+    print(f"  event-loop thread  {(after['loop'] - threads['loop']) / n * 1e3:6.2f} ms CPU per turn")
+    print(f"  worker threads     {(after['workers'] - threads['workers']) / n * 1e3:6.2f} ms CPU per turn")
+    print(f"  GET /healthz       {health_cpu / n * 1e3:6.2f} ms CPU per request (the HTTP stack's floor)")
+    print(f"gateway_overhead wall_p50_ms {pct(lat, 50) * 1e3:.2f}")
+    print(f"gateway_overhead cpu_ms_per_turn {cpu / n * 1e3:.2f}  (the gateway process, all threads)")
+
+
+if __name__ == "__main__":
+    main()
