@@ -348,6 +348,22 @@ def test_missing_provider_key_is_400_before_any_write(cluster: Cluster, monkeypa
     assert KEYS["OPENAI_API_KEY"] not in r.text and cluster.counts() == before
 
 
+def test_a_hot_session_is_checked_on_the_route_it_switched_to(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The early checks of a hot session read the row its last turn left in this process: after
+    a turn that switched the route, that is the new route, not the one the turn started on."""
+    sid = cluster.create("gemini")
+    provider, model = ROUTES["openai-responses"]
+    with cluster.client(cluster.a) as c:
+        assert c.post(f"/v1/sessions/{sid}/messages", json={"content": "one"}).status_code == 200
+        r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "two", "provider": provider, "model": model,
+                                                         "base_url": cluster.emu.url("openai-responses")})
+        assert r.status_code == 200 and r.json()["route"] == "openai-responses"
+        monkeypatch.delenv("GEMINI_API_KEY")  # the route the session left: its key no longer matters
+        r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "three"})
+    assert r.status_code == 200, r.text
+    assert r.json()["route"] == "openai-responses"
+
+
 # ----------------------------------------------------------------------------- switch, branch, compress
 
 
