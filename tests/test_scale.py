@@ -177,24 +177,31 @@ def test_kill_9_mid_commit_leaves_no_partial_step_and_another_worker_continues(f
         check_serialised(s.load(sid), ["c0 t0", "c0 t1"])
 
 
-def test_a_live_turn_longer_than_its_lease_ttl_keeps_its_lease(fleet: Fleet) -> None:
-    """The worker renews the leases its turns hold (one task per process, every ttl/3): a turn
-    that outlives the TTL several times is never taken over, and commits."""
-    _, base = fleet.start("--lock-ttl", "1")
-    sid = fleet.create()
+def _slow_turn(fleet: Fleet, base: str, sid: str, text: str) -> tuple[threading.Thread, dict[str, Any]]:
+    """A turn on a slowed emulator, started in a thread; returns once its lease is held and its
+    first model call is in flight (the caller resets the emulator's delay)."""
     fleet.emu.state.set_control(ROUTE, delay=0.1)  # a streamed response takes ~1-2 s
     sent = len(fleet.emu.requests(ROUTE))
     result: dict[str, Any] = {}
 
     def turn() -> None:
         with fleet.client(base) as c:
-            r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "slow"})
+            r = c.post(f"/v1/sessions/{sid}/messages", json={"content": text})
             result["status"], result["body"] = r.status_code, r.json()
 
     t = threading.Thread(target=turn)
+    t.start()
+    wait_for(lambda: len(fleet.emu.requests(ROUTE)) > sent)
+    return t, result
+
+
+def test_a_live_turn_longer_than_its_lease_ttl_keeps_its_lease(fleet: Fleet) -> None:
+    """The worker renews the leases its turns hold (one task per process, every ttl/3): a turn
+    that outlives the TTL several times is never taken over, and commits."""
+    _, base = fleet.start("--lock-ttl", "1")
+    sid = fleet.create()
     try:
-        t.start()
-        wait_for(lambda: len(fleet.emu.requests(ROUTE)) > sent)  # lease held, model call in flight
+        t, result = _slow_turn(fleet, base, sid, "slow")
         time.sleep(1.5)  # past the TTL: only a renewal keeps it
         with fleet.store() as s:
             assert s.acquire_lease(sid, "intruder", 30) is None, "the live turn's lease was not renewed"
@@ -209,19 +216,8 @@ def test_a_live_turn_longer_than_its_lease_ttl_keeps_its_lease(fleet: Fleet) -> 
 def test_a_paused_worker_whose_lease_was_taken_over_cannot_commit(fleet: Fleet) -> None:
     paused, base = fleet.start("--lock-ttl", "1")
     sid = fleet.create()
-    fleet.emu.state.set_control(ROUTE, delay=0.1)  # a streamed response takes ~1-2 s
-    sent = len(fleet.emu.requests(ROUTE))
-    result: dict[str, Any] = {}
-
-    def turn() -> None:
-        with fleet.client(base) as c:
-            r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "stale"})
-            result["status"], result["body"] = r.status_code, r.json()
-
-    t = threading.Thread(target=turn)
     try:
-        t.start()
-        wait_for(lambda: len(fleet.emu.requests(ROUTE)) > sent)  # lease held, model call in flight
+        t, result = _slow_turn(fleet, base, sid, "stale")  # lease held, model call in flight
         os.kill(paused.pid, signal.SIGSTOP)  # a GC pause, a VM migration, a partition
         time.sleep(1.5)  # past its TTL: nobody renews it
         with fleet.store() as s:
