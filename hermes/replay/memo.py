@@ -40,7 +40,7 @@ __all__ = ["FORMAT", "BuildMemo", "context", "digests", "render_context", "rende
 
 Key = tuple[Any, ...]
 
-FORMAT = 1
+FORMAT = 2
 """Version of what a kept result holds and how wires render: part of every ``context``, so
 results kept by a Hermes that built differently are never found. Bump it with any change
 to a wire's ``render_message``, a planner's output or a ``logs.Summary``."""

@@ -134,11 +134,16 @@ def _block(part: object, role: str) -> dict[str, Any] | None:
 
 
 def render_message(pm: PlannedMessage, route: object = None) -> list[dict[str, Any]]:
-    """One planned message's content blocks (a system message has none: its text goes to the
-    top-level ``system``). Pure, so the builder memoises it per planned message."""
+    """One planned message as a message of its own, ``[{"role", "content"}]`` (``[]``: it
+    renders nothing — a system message, whose text goes to the top-level ``system``, or only
+    empty text). Pure, so the builder memoises it per planned message; whole, so a message
+    that opens a turn nobody joins is spliced as its serialised bytes, never copied."""
     if pm.role == "system":
         return []
-    return [b for p in pm.parts if (b := _block(p, pm.role)) is not None]
+    content = [b for p in pm.parts if (b := _block(p, pm.role)) is not None]
+    if not content:
+        return []
+    return [{"role": "assistant" if pm.role == "assistant" else "user", "content": content}]
 
 
 def _system(m: PlannedMessage) -> list[str]:
@@ -162,14 +167,15 @@ def _messages(plan: ReplayPlan) -> tuple[str, list[dict[str, Any]]]:
         if m.role == "system":
             system += _system(m)
             continue
-        content = render_message(m)
-        if not content:
+        rendered = render_message(m)
+        if not rendered:
             continue
+        content = rendered[0]["content"]
         if m.joins and last is not None:  # the plan's structure decision (replay.structure)
             last.extend(content)
         else:
             last = content
-            out.append({"role": "assistant" if m.role == "assistant" else "user", "content": last})
+            out.append(rendered[0])
     return "\n\n".join(system), out
 
 
@@ -178,28 +184,24 @@ _OPEN = {"assistant": b'{"role":"assistant","content":[', "user": b'{"role":"use
 
 def _spliced(plan: ReplayPlan, rendered: Sequence[bytes]) -> tuple[str, list[orjson.Fragment]]:
     """``_messages`` from serialised per-message renders (``replay.memo``): the same JSON,
-    assembled as bytes — no block is serialised again."""
+    assembled as bytes — no block is serialised again, and a turn of one message is its
+    render's bytes as they are (only merged turns are joined)."""
     system: list[str] = []
-    out: list[orjson.Fragment] = []  # one serialised message each
-    run: list[bytes] = []  # the open message: its opening, then its serialised blocks
-    for m, content in zip(plan.messages, rendered, strict=True):
+    out: list[Any] = []  # per turn: the render's bytes, or the pieces of a merged turn
+    for m, whole in zip(plan.messages, rendered, strict=True):
         if m.role == "system":
             system += _system(m)
             continue
-        if not content:
+        if not whole:
             continue
-        if m.joins and run:
-            run.append(b",")
+        if m.joins and out:
+            inner = whole[len(_OPEN["assistant" if m.role == "assistant" else "user"]):-2]
+            prev = out[-1]
+            out[-1] = [prev[:-2], b",", inner] if isinstance(prev, bytes) else [*prev, b",", inner]
         else:
-            if run:
-                run.append(b"]}")
-                out.append(orjson.Fragment(b"".join(run)))
-            run = [_OPEN["assistant" if m.role == "assistant" else "user"]]
-        run.append(content)
-    if run:
-        run.append(b"]}")
-        out.append(orjson.Fragment(b"".join(run)))
-    return "\n\n".join(system), out
+            out.append(whole)
+    fragments = [orjson.Fragment(t if isinstance(t, bytes) else b"".join([*t, b"]}"])) for t in out]
+    return "\n\n".join(system), fragments
 
 
 _DEFAULT_SETTINGS = Settings()
