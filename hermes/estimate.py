@@ -23,6 +23,10 @@ The estimate learns from usage: after a request, the provider's reported prompt 
 by the raw estimate of that request's plan gives a per-(provider, host, model) factor, kept in
 the capability ledger as ``token_factor = {"factor": f, "basis": VERSION}``. A factor with
 another basis is ignored (the pricing changed under it).
+
+Why one module of ~450 lines: pricing, the families' calibration and the plan walk are one
+fact — a token as both the preflight and compaction count it — and splitting them would let
+the two callers drift apart again.
 """
 
 from __future__ import annotations
