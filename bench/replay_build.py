@@ -70,17 +70,17 @@ def stored(target: Resolved, db: Path) -> tuple[Store, str]:
     store = Store(db)
     sid = store.create_session(provider=target.route.key, model=target.model)
     history = [m for i in range(2000) for m in turn(target, i)]
-    for i in range(0, len(history), 400):
-        store.append_turn(sid, history[i:i + 400])
-    loaded = store.load(sid)
     memo = BuildMemo()
-    build(target, loaded, memo)
-    keep(memo, store, sid, target, Learned(), loaded)
+    for i in range(0, len(history), 400):  # five stored turns, each kept: a chain of merged runs
+        store.append_turn(sid, history[i:i + 400])
+        loaded = store.load(sid)
+        build(target, loaded, memo)
+        keep(memo, store, sid, target, Learned(), loaded)
     return store, sid
 
 
 def cold(target: Resolved, history: list[Message], rows: list) -> bytes:
-    """A new process's build: an empty memo, the kept rows put in, then the request."""
+    """A new process's build: an empty memo, the kept runs put in, then the request."""
     memo = BuildMemo()
     fill(memo, target, Learned(), rows)
     return build(target, history, memo)
@@ -91,14 +91,14 @@ def measure(key: str, model: str, d: Path) -> dict[str, float]:
     store, sid = stored(target, d / f"{key}.db")
     history = store.load(sid)
     ctx = context(target, Learned())
-    rows = store.load_renders(sid, ctx)
+    rows = store.load_runs(sid, ctx)
     body = orjson.loads(build(target, history, None))
     baseline = best_of(lambda: orjson.dumps(body), runs=7)
     assert cold(target, history, rows) == orjson.dumps(body)  # the figure is for the very same bytes
     kept = best_of(lambda: cold(target, history, rows), runs=5)
     fresh = best_of(lambda: build(target, history, None), runs=3)
     load = best_of(lambda: store.load(sid), runs=3)
-    load_kept = best_of(lambda: store.load_renders(sid, ctx), runs=3)
+    load_kept = best_of(lambda: store.load_runs(sid, ctx), runs=3)
     cache = BuildMemo()
     build(target, history, cache)
     grown = list(history)
@@ -129,7 +129,7 @@ def rss_worker(key: str, db: str, sid: str) -> None:
     target = resolve(key, None, dict(ROUTES)[key])
     with Store(Path(db)) as store:
         history = store.load(sid)
-        cold(target, history, store.load_renders(sid, context(target, Learned())))
+        cold(target, history, store.load_runs(sid, context(target, Learned())))
     # VmHWM, not ru_maxrss: after fork + exec ru_maxrss can still hold the (large) parent's peak
     status = Path("/proc/self/status").read_text()
     hwm = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), None)
@@ -143,7 +143,7 @@ def count_worker(route: int, what: str, db: str = "", sid: str = "") -> None:
     if what == "kept":  # a new process: history and kept results from the store, then the build
         with Store(Path(db)) as store:
             history = store.load(sid)
-            rows = store.load_renders(sid, context(target, Learned()))
+            rows = store.load_runs(sid, context(target, Learned()))
         _instr.region(lambda: cold(target, history, rows))
         return
     history = [m for i in range(2000) for m in turn(target, i)]

@@ -342,19 +342,16 @@ def message_cost(pm: PlannedMessage, basis: Basis) -> int:
 
 def plan_costs(plan: ReplayPlan, cache: BuildMemo | None = None) -> list[int]:
     """Raw cost of each planned message, in plan order (``plan.messages[i].index`` says which
-    stored message it is). With the conversation's ``cache`` a planned message reused from the
-    previous plan is priced once, not before and after every request."""
+    stored message it is; the plan's kept runs carry their own, summed). With the
+    conversation's ``cache`` a planned message reused from the previous plan is priced once,
+    not before and after every request."""
     basis = basis_for(plan.target)
     if cache is None:
         return [message_cost(pm, basis) for pm in plan.messages]
     label = basis.label
     costs = cache.costs
-    kept = cache.kept
     out: list[int] = []
     for pm in plan.messages:
-        if pm.kept:  # a stand-in: the kept row holds its cost (its basis is in the context)
-            out.append(kept[pm.key][5])  # type: ignore[index]
-            continue
         if pm.key is None:
             out.append(message_cost(pm, basis))
             continue
@@ -375,7 +372,8 @@ def tools_cost(tools: Sequence[ToolSpec], basis: Basis) -> int:
 
 def raw_plan_tokens(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), cache: BuildMemo | None = None) -> int:
     """The uncorrected estimate of a plan: what the usage factor is learned against."""
-    return REQUEST_BASE + tools_cost(tools, basis_for(plan.target)) + sum(plan_costs(plan, cache))
+    return (REQUEST_BASE + tools_cost(tools, basis_for(plan.target)) + sum(r.cost for r in plan.kept)
+            + sum(plan_costs(plan, cache)))
 
 
 def estimate_plan(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), factor: float = 1.0,

@@ -1,42 +1,46 @@
-"""Kept build results: a session's per-message renders, costs and log summaries in the store,
-so the first request of a new process (``hermes chat -q --resume``, a gateway turn on a
-session this worker has not seen) splices bytes instead of planning and rendering the whole
-history again.
+"""Kept build results: a session's earlier messages kept already built, as runs
+(``replay.runs``), so the first request of a new process (``hermes chat -q --resume``, a
+gateway turn on a session this worker has not seen) splices them whole instead of planning
+and rendering the whole history again.
 
-Two side effects at the edges of a turn, around the pure build (``replay.memo``):
+Two side effects at the edges of a turn, around the pure build:
 
-* ``restore`` — before a turn's first request: the store's rows for the request's context
+* ``restore`` — before a turn's first request: the store's runs for the request's context
   (``replay.memo.context``: route row, host, model, profile, lessons) go into the
-  conversation's ``BuildMemo``. A row counts only under its message's digest, index and
-  loop position, so a row for another message value, another route, profile, model or
-  lesson is never found.
-* ``keep`` — after a turn committed: the results the memo built for committed messages in
-  that context are written (one context per session; ``store.renders``).
+  conversation's ``BuildMemo``. The planner uses them only as far as their digests match
+  the stored history, so a run for other message values, another route, profile, model or
+  lesson is never used.
+* ``keep`` — after a turn committed: the messages before its open tool loop that no run holds
+  yet are built (from the memo: nothing is planned twice) and kept as one run, merged with the
+  runs before it while they are not larger (``replay.runs``).
 
-Only wires that render message by message (``Wire.render_message``) keep results. The
-planner uses a kept result instead of planning a message before the open tool loop, unless a
-request-wide rule must read its parts (a tool-id mapping, thinking off on a signed wire):
-then those messages are planned again (``replay.planner``).
-A failure to read or write kept results never fails a turn: it costs a cold build.
+Only wires that render message by message (``Wire.render_message``) keep runs. A failure to
+read or write them never fails a turn: it costs a build of every message.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import orjson
 
 from .errors import StoreError
-from .estimate import basis_for, message_cost
-from .logs import hashed, log_event, message_summary
-from .messages import Message, digest_of
-from .replay import BuildMemo, Learned, context
-from .replay.memo import render_context
+from .estimate import plan_costs
+from .history import open_loop_start
+from .logs import Tally, log_event, tally
+from .messages import Message
+from .provider import build_body
+from .replay import BuildMemo, Learned, Run, Settings, context, plan_replay
+from .replay.memo import digests
+from .replay.planner import tool_ids_ok
+from .replay.runs import merged
+from .replay.structure import turn_sides
 from .resolve import Resolved
 from .wire import get_wire
 
 if TYPE_CHECKING:
-    from .store import Built, SessionStore
+    from .store import RunRow, SessionStore
 
 __all__ = ["fill", "keep", "restore"]
 
@@ -46,8 +50,8 @@ def _keeps(target: Resolved) -> bool:
 
 
 def restore(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved, learned: Learned) -> int:
-    """Load the session's kept results for this request context into ``memo`` (once per
-    session and context); returns how many rows were loaded."""
+    """Load the session's kept runs for this request context into ``memo`` (once per session
+    and context); returns how many messages they hold."""
     if not _keeps(target):
         return 0
     ctx = context(target, learned)
@@ -55,59 +59,79 @@ def restore(memo: BuildMemo, store: SessionStore, session_id: str, target: Resol
         return 0
     memo.restored.add((session_id, ctx))
     try:
-        rows = store.load_renders(session_id, ctx)
+        rows = store.load_runs(session_id, ctx)
     except StoreError as e:
         log_event("kept_results_unreadable", session=session_id, error=str(e)[:200])
         return 0
     return fill(memo, target, learned, rows)
 
 
-def fill(memo: BuildMemo, target: Resolved, learned: Learned, rows: list[Built]) -> int:
-    """Put kept ``rows`` (``SessionStore.load_renders`` for this context) into ``memo``: each
-    under its plan key, whole (the render, cost and summary are read from the row when used:
-    a new process does one dictionary store per message here)."""
-    ctx = context(target, learned)
-    kept = memo.kept
+def fill(memo: BuildMemo, target: Resolved, learned: Learned, rows: list[RunRow]) -> int:
+    """Put the chain of kept ``rows`` (``SessionStore.load_runs`` for this context) into
+    ``memo``: from the window start on, as far as each row decodes and follows the one before;
+    returns how many messages the chain holds."""
+    chain: list[Run] = []
     for row in rows:
-        kept[(ctx, row[0], row[1], row[2])] = row
-    return len(rows)
+        run = _run(row)
+        follows = run is not None and ((chain[-1].end, chain[-1].window) == (run.first, run.window) if chain
+                                       else run.first == run.window)
+        if run is None or not follows:
+            break
+        chain.append(run)
+    memo.runs[context(target, learned)] = chain
+    return sum(r.size for r in chain)
+
+
+def _run(row: RunRow) -> Run | None:
+    """A stored row as a run; None when its state does not decode (a miss, built again)."""
+    first, end, window, ds, body, cost, state = row
+    try:
+        st = orjson.loads(state)
+        Tally.from_json(st["tally"])
+        system, opens, closes, ids_ok = st["system"], st["opens"], st["closes"], st["ids_ok"]
+    except (orjson.JSONDecodeError, TypeError, ValueError, KeyError, AttributeError):
+        return None
+    if not (isinstance(system, str) and opens in (None, "user", "assistant") and closes in (None, "user", "assistant")
+            and isinstance(ids_ok, bool)):
+        return None
+    return Run(first, end, window, ds, body, system, cost, st["tally"], opens, closes, ids_ok)
 
 
 def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved, learned: Learned,
          history: list[Message]) -> int:
-    """Write the results ``memo`` built for the committed ``history`` in this request context
-    that the store does not hold yet; returns how many rows were written."""
+    """Keep the messages of the committed ``history`` before its open tool loop that the
+    session's runs do not hold yet, as one run (built through ``memo``: what the turn's
+    requests built is reused); returns how many messages it added."""
     if not _keeps(target):
         return 0
     ctx = context(target, learned)
-    rctx = render_context(target.route)
-    basis = basis_for(target)
-    rows: list[Built] = []
-    fresh: list[tuple[object, ...]] = []
-    for key, pm in list(memo.plans.items()):
-        if len(key) != 4 or key[0] != ctx or key in memo.kept or pm.kept:
-            continue
-        _, index, digest, loop = key
-        if index >= len(history) or digest_of(history[index]) != digest:
-            continue  # not a committed message (or not this session's): never kept
-        body = memo.renders.get((key, rctx))
-        if body is None:
-            continue
-        cost = memo.costs.get((key, basis.label))
-        if cost is None:
-            cost = memo.costs[(key, basis.label)] = message_cost(pm, basis)
-        summary = memo.summaries.get(key)
-        if summary is None:
-            summary = memo.summaries[key] = message_summary(pm)
-        rows.append((index, digest, loop, body, basis.label, cost, orjson.dumps(hashed(summary)).decode()))
-        fresh.append(key)
-    if not rows and (session_id, ctx) in memo.restored:
-        return 0
+    cut = open_loop_start(history)
+    plan = plan_replay(history[:cut], target, learned, Settings(), cache=memo)
+    new = plan.messages
+    if not new or any(pm.key is None or len(pm.key) != 4 for pm in new):
+        return 0  # nothing new, or a request-wide rule rewrote a message: its result is not its own
+    wire = target.route.wire
+    opens, closes = turn_sides(new, wire)
+    if opens is not None and opens == (plan.kept[-1].closes if plan.kept else None):
+        return 0  # its first turn would join the run before it
+    first = new[0].index
+    body = build_body(get_wire(wire), replace(plan, kept=()), memo=memo)
+    t = tally(new, memo)
+    t.kept = len(new)
+    run = Run(first, cut, plan.first, b"".join(digests(history[first:cut])), orjson.dumps(body["messages"])[1:-1],
+              str(body.get("system") or ""), sum(plan_costs(plan, memo)), t.to_json(), opens, closes,
+              tool_ids_ok(new, target.route.tool_ids))
+    chain = list(plan.kept)
+    while chain and chain[-1].size <= run.size:
+        before = chain.pop()
+        run = merged(before, run, Tally.from_json(before.tally).extend(Tally.from_json(run.tally)).to_json())
+    state = orjson.dumps({"system": run.system, "tally": run.tally, "opens": run.opens, "closes": run.closes,
+                          "ids_ok": run.ids_ok}).decode()
     try:
-        store.save_renders(session_id, ctx, rows)
+        store.save_run(session_id, ctx, (run.first, run.end, run.window, run.digests, run.body, run.cost, state))
     except StoreError as e:
         log_event("kept_results_unwritten", session=session_id, error=str(e)[:200])
         return 0
-    memo.kept.update(dict.fromkeys(fresh))
+    memo.runs[ctx] = [*chain, run]
     memo.restored.add((session_id, ctx))
-    return len(rows)
+    return len(new)

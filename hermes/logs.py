@@ -32,8 +32,17 @@ from .errors import redact
 from .messages import Reasoning
 from .paths import logs_dir
 
-__all__ = ["LOG_NAME", "Summary", "carried_summary", "hashed", "log_event", "message_summary", "plan_summary",
-           "read_log"]
+__all__ = [
+    "LOG_NAME",
+    "Summary",
+    "Tally",
+    "carried_summary",
+    "log_event",
+    "message_summary",
+    "plan_summary",
+    "read_log",
+    "tally",
+]
 
 LOG_NAME = "hermes.log"
 _logger: logging.Logger | None = None
@@ -49,93 +58,142 @@ _HASHED = ("reasoning_details", "reasoning_opaque", "extra_content")
 """Carrier fields whose value is opaque: the log keeps short hashes of it."""
 
 
-Summary = tuple[tuple[tuple[str, str, str], ...], tuple[tuple[str, int, str | None, str | None], ...], int, int]
+Summary = tuple[tuple[tuple[str, str, str], ...], tuple[tuple[str, int, str | None], ...], int, int]
 """What one planned message carried, for the request log: (its non-structure decisions as
-(action, fields, reason), the values it carried as (field, chars, blob or None, blob's short
-hash or None), pads, dropped parts). Memoised and kept with the message's render
-(``replay.memo``), so a request built from kept results is logged without planning again."""
+(action, fields, reason), the values it carried as (field, chars, blob or None), pads,
+dropped parts). Memoised per planned message (``replay.memo``); a kept run holds the
+``Tally`` of its messages instead (``replay.runs``)."""
 
 
 def message_summary(pm: Any) -> Summary:
     """The ``Summary`` of one planned message (a blob is hashed only when a log shows it)."""
     kind = tuple((d.action, ",".join(d.fields), d.reason) for d in pm.decisions if d.action not in _STRUCTURE)
-    adds: list[tuple[str, int, str | None, str | None]] = []
+    adds: list[tuple[str, int, str | None]] = []
     for name, value in pm.fields.items():
         raw = value if isinstance(value, str) else orjson.dumps(value).decode()
-        adds.append((name, len(raw), raw if name in _HASHED else None, None))
+        adds.append((name, len(raw), raw if name in _HASHED else None))
     for p in pm.parts:
         if isinstance(p, Reasoning):
-            adds.append((f"block:{p.blob_kind or 'text'}", len(p.text) + len(p.blob or ""), p.blob, None))
+            adds.append((f"block:{p.blob_kind or 'text'}", len(p.text) + len(p.blob or ""), p.blob))
     for sig in pm.tool_signatures.values():
-        adds.append(("tool_signature", len(sig), sig, None))
+        adds.append(("tool_signature", len(sig), sig))
     if pm.thought_signature:
-        adds.append(("thought_signature", len(pm.thought_signature), pm.thought_signature, None))
+        adds.append(("thought_signature", len(pm.thought_signature), pm.thought_signature))
     pads = sum(1 for d in pm.decisions if d.action == "pad")
     dropped = sum(1 for d in pm.decisions if d.action == "drop")
     return kind, tuple(adds), pads, dropped
 
 
-def hashed(summary: Summary) -> Summary:
-    """``summary`` with every blob replaced by its short hash (the form that is kept)."""
-    kind, adds, pads, dropped = summary
-    return kind, tuple((n, c, None, h if blob is None else _short(blob)) for n, c, blob, h in adds), pads, dropped
+_NO_FIELD: dict[str, Any] = {"hashes": ()}
 
 
-_UNKNOWN: Summary = ((), (), 0, 0)
+class Tally:
+    """``plan_summary``'s running totals over planned messages, in order. JSON-able (a kept run
+    holds its messages' tally, ``replay.runs``) and mergeable: ``extend`` by the tally of the
+    messages that follow gives what adding them one by one gives."""
+
+    __slots__ = ("fields", "kept", "kinds", "pads", "reasons", "turns")
+
+    def __init__(self) -> None:
+        self.fields: dict[str, dict[str, Any]] = {}
+        self.pads = 0
+        self.reasons: dict[str, int] = {}
+        self.kinds: dict[tuple[tuple[str, str, int], ...], int] = {}
+        self.turns: list[list[int]] = []  # runs of assistant messages with the same decisions
+        self.kept = 0
+
+    def add(self, index: int, role: str, rec: Summary) -> None:
+        decided, adds, m_pads, dropped = rec
+        if role == "assistant":
+            reasons = self.reasons
+            self._turn(index, index, tuple((a, f, reasons.setdefault(r, len(reasons))) for a, f, r in decided))
+        fields = self.fields
+        for name, chars, blob in adds:
+            hashes: list[str] = []
+            if blob is not None and len(fields.get(name, _NO_FIELD)["hashes"]) < 8:
+                hashes.append(_short(blob))  # hashed only while the log shows it
+            self._field(name, 1, chars, hashes)
+        self.pads += m_pads
+        if dropped:
+            self._field("dropped_parts", dropped, 0, [])
+
+    def _turn(self, first: int, last: int, kind: tuple[tuple[str, str, int], ...]) -> None:
+        k = self.kinds.setdefault(kind, len(self.kinds))
+        if self.turns and self.turns[-1][2] == k:
+            self.turns[-1][1] = last
+        else:
+            self.turns.append([first, last, k])
+
+    def _field(self, name: str, messages: int, chars: int, hashes: list[str]) -> None:
+        f = self.fields.setdefault(name, {"messages": 0, "chars": 0, "hashes": []})
+        f["messages"] += messages
+        f["chars"] += chars
+        room = 8 - len(f["hashes"])
+        if room > 0 and hashes:
+            f["hashes"].extend(hashes[:room])
+
+    def extend(self, other: Tally) -> Tally:
+        """Add the tally of the messages that follow (``other`` is not changed)."""
+        reasons = [self.reasons.setdefault(r, len(self.reasons)) for r in other.reasons]
+        kinds = [tuple((a, f, reasons[r]) for a, f, r in kind) for kind in other.kinds]
+        for first, last, k in other.turns:
+            self._turn(first, last, kinds[k])
+        for name, f in other.fields.items():
+            self._field(name, f["messages"], f["chars"], f["hashes"])
+        self.pads += other.pads
+        self.kept += other.kept
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fields": self.fields, "pads": self.pads, "reasons": list(self.reasons),
+                "kinds": [[list(d) for d in kind] for kind in self.kinds], "turns": self.turns, "kept": self.kept}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Tally:
+        """A tally read back (``ValueError``/``TypeError``/``KeyError`` on any other shape)."""
+        t = cls()
+        t.fields = {str(n): {"messages": int(f["messages"]), "chars": int(f["chars"]),
+                             "hashes": [str(h) for h in f["hashes"]][:8]} for n, f in data["fields"].items()}
+        t.pads = int(data["pads"])
+        t.reasons = {str(r): i for i, r in enumerate(data["reasons"])}
+        t.kinds = {tuple((str(a), str(f), int(r)) for a, f, r in kind): i for i, kind in enumerate(data["kinds"])}
+        t.turns = [[int(a), int(b), int(k)] for a, b, k in data["turns"]]
+        t.kept = int(data["kept"])
+        if len(t.reasons) != len(data["reasons"]) or len(t.kinds) != len(data["kinds"]) or any(
+                not 0 <= k < len(t.kinds) for *_, k in t.turns) or any(
+                not 0 <= r < len(t.reasons) for kind in t.kinds for *_, r in kind):
+            raise ValueError("inconsistent tally")
+        return t
 
 
-def _kept_summary(row: Any) -> Summary:
-    """The ``Summary`` kept in a ``store.renders`` row (decoded when a log first needs it); a
-    row whose summary does not decode counts as carrying nothing (its render is still exact)."""
-    try:
-        kind, adds, pads, dropped = orjson.loads(row[6])
-        return (tuple((str(a), str(f), str(r)) for a, f, r in kind),
-                tuple((str(n), int(c), None, None if h is None else str(h)) for n, c, _, h in adds),
-                int(pads), int(dropped))
-    except (orjson.JSONDecodeError, TypeError, ValueError):
-        return _UNKNOWN
+def tally(messages: Any, memo: Any = None) -> Tally:
+    """The ``Tally`` of planned ``messages``; with the conversation's ``memo``
+    (``replay.BuildMemo``) each message's ``Summary`` comes from it."""
+    summaries = memo.summaries if memo is not None else None
+    out = Tally()
+    for m in messages:
+        rec = summaries.get(m.key) if summaries is not None and m.key is not None else None
+        if rec is None:
+            rec = message_summary(m)
+            if summaries is not None and m.key is not None:
+                summaries[m.key] = rec
+        out.add(m.index, m.role, rec)
+    return out
 
 
 def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
     """Which reasoning fields a request carried: names, counts, lengths, blob hashes. With the
-    conversation's ``memo`` (``replay.BuildMemo``) each message's ``Summary`` comes from it."""
-    fields: dict[str, dict[str, Any]] = {}
-    pads = 0
-    reasons: dict[str, int] = {}
-    kinds: dict[tuple[tuple[str, str, int], ...], int] = {}
-    turns: list[list[int]] = []  # runs of assistant messages with the same decisions
-    summaries = memo.summaries if memo is not None else None
-    kept = 0
-    for m in plan.messages:
-        kept += m.kept
-        rec = summaries.get(m.key) if summaries is not None and m.key is not None else None
-        if rec is None:
-            rec = _kept_summary(memo.kept[m.key]) if m.kept else message_summary(m)
-            if summaries is not None and m.key is not None:
-                summaries[m.key] = rec
-        decided, adds, m_pads, dropped = rec
-        if m.role == "assistant":
-            kind = tuple((a, f, reasons.setdefault(r, len(reasons))) for a, f, r in decided)
-            k = kinds.setdefault(kind, len(kinds))
-            if turns and turns[-1][2] == k:
-                turns[-1][1] = m.index
-            else:
-                turns.append([m.index, m.index, k])
-        for name, chars, blob, h in adds:
-            f = fields.setdefault(name, {"messages": 0, "chars": 0, "hashes": []})
-            f["messages"] += 1
-            f["chars"] += chars
-            if (blob is not None or h is not None) and len(f["hashes"]) < 8:
-                f["hashes"].append(h if h is not None else _short(blob or ""))
-        pads += m_pads
-        if dropped:
-            fields.setdefault("dropped_parts", {"messages": 0, "chars": 0, "hashes": []})["messages"] += dropped
-    t = plan.target
-    return {"route": t.route.key, "host": t.host, "model": t.model, "wire": t.route.wire,
-            "fields": fields, "pads": pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,
-            "window": plan.messages[0].index if plan.messages else 0,
-            "turns": turns, "kinds": [[list(d) for d in kind] for kind in kinds], "reasons": list(reasons),
-            "notes": list(plan.notes), "kept": kept}
+    conversation's ``memo`` (``replay.BuildMemo``) each message's ``Summary`` comes from it;
+    the plan's kept runs carry their messages' tally (``kept``: how many messages they held)."""
+    t = Tally()
+    for r in plan.kept:
+        t.extend(Tally.from_json(r.tally))
+    t.extend(tally(plan.messages, memo))
+    tg = plan.target
+    return {"route": tg.route.key, "host": tg.host, "model": tg.model, "wire": tg.route.wire,
+            "fields": t.fields, "pads": t.pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,
+            "window": plan.first, "turns": t.turns, "kinds": [[list(d) for d in kind] for kind in t.kinds],
+            "reasons": list(t.reasons), "notes": list(plan.notes), "kept": t.kept}
 
 
 SHORT_NAMES = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD"}

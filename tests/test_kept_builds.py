@@ -1,9 +1,10 @@
-"""Incremental building by value and kept build results (``replay.memo``, ``hermes.kept``).
+"""Incremental building by value and kept runs (``replay.memo``, ``replay.runs``, ``hermes.kept``).
 
-The request body a new process builds from a session's kept results (cold), the one the
+The request body a new process builds from a session's kept runs (cold), the one the
 conversation's in-process memo builds (warm) and a build with no memo at all (fresh) are the
-same bytes, on every route of the table, and a change of route row, model profile, model or
-lesson reaches different keys, so a stale result is never sent.
+same bytes, on every route of the table, however the session grew between the turns that
+kept runs; and a change of route row, model profile, model or lesson reaches a different
+context, so a stale run is never sent.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_replay_properties import LEARNED, MODELS, _target, histories
 
 from hermes.estimate import raw_plan_tokens
 from hermes.kept import keep, restore
 from hermes.logs import plan_summary
-from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
+from hermes.messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.provider import build_body, get_wire
+from hermes.history import open_loop_start
 from hermes.replay import BuildMemo, Learned, Settings, context, plan_replay
 from hermes.routes import ROUTES
 from hermes.store import Store
@@ -49,35 +51,61 @@ def _stored(store: Store, history: list[Message]) -> tuple[str, list[Message]]:
     return sid, store.load(sid)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(histories(), st.sampled_from(ROUTE_KEYS), st.sampled_from(MODELS), LEARNED, SETTINGS, st.data())
+@st.composite
+def sessions(draw) -> list[Message]:
+    """Histories as a session grows them: sometimes a system prompt first, sometimes a
+    compaction checkpoint (a user message holding a summary) somewhere."""
+    history = draw(histories())
+    if draw(st.booleans()):
+        history.insert(0, Message("system", (Text(draw(st.sampled_from(["", "Be brief."]))),)))
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(history)))
+        history.insert(at, Message("user", (Compaction("earlier: " + draw(st.text(max_size=8)), 2),)))
+    return history
+
+
+def _kept_runs(plan) -> int:
+    return sum(r.size for r in plan.kept) if plan is not None else 0
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions(), st.sampled_from(ROUTE_KEYS), st.sampled_from(MODELS), LEARNED, SETTINGS, st.data())
 def test_cold_equals_warm_equals_fresh_on_every_route(history, key, model, learned, s, data):
+    """The session is stored turn by turn, runs kept after each (``hermes.kept.keep``); then a
+    new process builds the request for the whole history (the committed part plus what the
+    next turn adds) from the kept runs alone."""
     target = _target(key, model)
     fresh, fresh_plan = _build(history, target, learned, s, None)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(history)), max_size=3)))
     warm_memo = BuildMemo()
-    cut = data.draw(st.integers(0, len(history)))
-    _build(history[:cut], target, learned, s, warm_memo)  # an earlier request of the conversation
-    warm, _ = _build(history, target, learned, s, warm_memo)
     with tempfile.TemporaryDirectory() as d, Store(Path(d) / "state.db") as store:
-        sid, loaded = _stored(store, history)
-        keep(warm_memo, store, sid, target, learned, loaded)
+        sid = store.create_session(provider="x", model="m")
+        done = 0
+        for cut in cuts:  # turns committed one after another, each followed by its keep
+            if cut > done:
+                store.append_turn(sid, history[done:cut])
+                done = cut
+            committed = store.load(sid)
+            _build(committed, target, learned, s, warm_memo)  # that turn's request
+            if _build(committed, target, learned, s, None)[1] is not None:
+                keep(warm_memo, store, sid, target, learned, committed)
+        warm, _ = _build(history, target, learned, s, warm_memo)
         cold_memo = BuildMemo()  # a new process: nothing in memory but what the store kept
         restored = restore(cold_memo, store, sid, target, learned)
-        cold, cold_plan = _build(loaded, target, learned, s, cold_memo)
+        cold, cold_plan = _build(history, target, learned, s, cold_memo)
     assert cold == warm == fresh
     if fresh_plan is None or cold_plan is None:
         return
-    # what the log and the token estimate read comes from the kept results just the same
+    # what the log and the token estimate read comes from the kept runs just the same
     logged, logged_fresh = plan_summary(cold_plan, cold_memo), plan_summary(fresh_plan)
-    assert logged_fresh.pop("kept") == 0 and logged.pop("kept") == sum(pm.kept for pm in cold_plan.messages)
+    assert logged_fresh.pop("kept") == 0 and logged.pop("kept") == _kept_runs(cold_plan)
     assert logged == logged_fresh
     assert raw_plan_tokens(cold_plan, tools=TOOLS, cache=cold_memo) == raw_plan_tokens(fresh_plan, tools=TOOLS)
-    if get_wire(target.route.wire).render_message is not None and target.route.tool_ids == "any" and (
-            cold_plan.thinking or target.route.policy != "signed"):
-        # the cold build really used the kept results: no message before the open tool loop
-        # was planned again (loop messages are: the request-wide loop rules read them)
-        assert restored >= len(cold_plan.messages)
-        assert all(pm.kept for pm in cold_plan.messages if pm.key is not None and not pm.key[3])
+    assert _kept_runs(cold_plan) <= restored
+    event("built from kept runs" if cold_plan.kept else "built whole")
+    if cold_plan.kept:  # the runs stand for the first messages of the window, the plan for the rest
+        assert cold_plan.messages[0].index == cold_plan.kept[-1].end if cold_plan.messages else True
+        assert cold_plan.first == fresh_plan.first
 
 
 def _history() -> list[Message]:
@@ -91,27 +119,32 @@ def _history() -> list[Message]:
     return out
 
 
-def _kept(tmp_path: Path, target, learned=Learned()):
+BEFORE_LOOP = open_loop_start(_history())  # the last turn's loop is not kept: its plan changes when it closes
+
+
+def _kept(tmp_path: Path, target, learned=Learned(), history=None):
     store = Store(tmp_path / "state.db")
-    sid, loaded = _stored(store, _history())
+    sid, loaded = _stored(store, history or _history())
     memo = BuildMemo()
     _build(loaded, target, learned, Settings(), memo)
-    assert keep(memo, store, sid, target, learned, loaded) == len(loaded)
+    assert keep(memo, store, sid, target, learned, loaded) == open_loop_start(loaded)
     return store, sid, loaded
 
 
 def _cold(store, sid, loaded, target, learned=Learned(), s=Settings()):
+    """(messages the restored runs hold, messages the cold build took from them); the body
+    equals a fresh build's."""
     memo = BuildMemo()
     n = restore(memo, store, sid, target, learned)
-    body, _ = _build(loaded, target, learned, s, memo)
+    body, plan = _build(loaded, target, learned, s, memo)
     assert body == _build(loaded, target, learned, s, None)[0]
-    return n
+    return n, _kept_runs(plan)
 
 
 @pytest.mark.parametrize("change", ["row", "profile", "model", "lesson", "host"])
-def test_a_changed_context_finds_no_kept_result(tmp_path, change):
+def test_a_changed_context_finds_no_kept_run(tmp_path, change):
     """A route row, a profile, a model, a host or a lesson that differs makes another context:
-    the kept rows are not found and the request is built afresh (and identical to fresh)."""
+    the kept runs are not found and the request is built afresh (and identical to fresh)."""
     target = _target("openrouter", "m-1")
     store, sid, loaded = _kept(tmp_path, target)
     learned = Learned()
@@ -125,82 +158,122 @@ def test_a_changed_context_finds_no_kept_result(tmp_path, change):
         target = replace(target, host="other.example")
     else:
         learned = Learned(frozenset(target.route.carriers))
-    assert _cold(store, sid, loaded, target, learned) == 0
-    # and the body really differs where the change matters, so a stale row would have shown
+    assert _cold(store, sid, loaded, target, learned) == (0, 0)
+    # and the body really differs where the change matters, so a stale run would have shown
     if change in ("row", "lesson"):
         old = _build(loaded, _target("openrouter", "m-1"), Learned(), Settings(), None)[0]
         assert _build(loaded, target, learned, Settings(), None)[0] != old
 
 
 @pytest.mark.parametrize("s", [Settings(thinking=False), Settings(effort="high"), Settings(effort="max")])
-def test_thinking_and_effort_keep_per_message_results(tmp_path, s):
+def test_thinking_and_effort_keep_runs_valid(tmp_path, s):
     """Thinking on/off and effort change only the request's top-level fields on a chat route:
-    the kept per-message results stay valid and are used, and the body equals a fresh one."""
+    the kept runs stay valid and are used, and the body equals a fresh one."""
     target = _target("deepseek", "m-1")
     store, sid, loaded = _kept(tmp_path, target)
-    assert _cold(store, sid, loaded, target, s=s) == len(loaded)
+    assert _cold(store, sid, loaded, target, s=s) == (BEFORE_LOOP, BEFORE_LOOP)
 
 
-def test_a_row_for_another_message_value_is_never_used(tmp_path):
-    """A kept row is found only under its message's digest: a row whose digest is not the
-    stored message's (here: rewritten under the wrong digest) is a miss, never spliced in."""
+def test_thinking_off_on_a_signed_wire_plans_everything(tmp_path):
+    """Thinking off on a wire that then drops every thinking block: the runs (built with the
+    blocks) are not used, and the body equals a fresh build without them."""
+    target = _target("anthropic", "m-1")
+    history = [m if not m.reasoning else Message("assistant", (
+        Reasoning(f"think {i}", target.key, "c2ln", "anthropic.signature"), *m.parts[1:]))
+        for i, m in enumerate(_history())]
+    store, sid, loaded = _kept(tmp_path, target, history=history)
+    assert _cold(store, sid, loaded, target, s=Settings(thinking=False)) == (BEFORE_LOOP, 0)
+
+
+def test_a_run_for_other_message_values_is_never_used(tmp_path):
+    """A run is used only for the messages it was built from: rewritten with other digests it
+    loads, matches nothing and is never spliced in."""
     target = _target("deepseek", "m-1")
     store, sid, loaded = _kept(tmp_path, target)
     ctx = context(target, Learned())
-    rows = store.load_renders(sid, ctx)
-    bogus = b'{"role":"user","content":"NOT THE STORED MESSAGE"}'
-    store.save_renders(sid, ctx, [(seq, bytes(16), loop, bogus, basis, cost, summary)
-                                  for seq, _, loop, _, basis, cost, summary in rows])
-    assert _cold(store, sid, loaded, target) == len(loaded)  # rows load, none matches a message
+    (first, end, window, _, _, cost, state), = store.load_runs(sid, ctx)
+    bogus = b'{"role":"user","content":"NOT THE STORED MESSAGES"}'
+    store.save_run(sid, ctx, (first, end, window, bytes(16) * (end - first), bogus, cost, state))
+    assert _cold(store, sid, loaded, target) == (BEFORE_LOOP, 0)
+    assert _cold(store, sid, [*loaded[:3], Message.user("edited"), *loaded[4:]], target)[1] == 0
 
 
-def test_undecodable_rows_are_misses(tmp_path):
+def test_undecodable_runs_are_misses(tmp_path):
+    """A run whose columns or state do not decode is left out, and the chain ends before it."""
     target = _target("deepseek", "m-1")
-    store, sid, loaded = _kept(tmp_path, target)
+    store = Store(tmp_path / "state.db")
+    history = _history()
+    sid, loaded = _stored(store, history[:8])
+    memo = BuildMemo()
+    keep(memo, store, sid, target, Learned(), loaded)  # first run: messages 0-4
+    store.append_turn(sid, history[8:])
+    loaded = store.load(sid)
+    _build(loaded, target, Learned(), Settings(), memo)
+    keep(memo, store, sid, target, Learned(), loaded)
     ctx = context(target, Learned())
+    assert [(r[0], r[1]) for r in store.load_runs(sid, ctx)] == [(0, BEFORE_LOOP)]  # merged: 5 ≤ 16
+    store.append_turn(sid, [Message.user("one more")])
+    loaded = store.load(sid)
+    _build(loaded, target, Learned(), Settings(), memo)
+    keep(memo, store, sid, target, Learned(), loaded)
+    assert [(r[0], r[1]) for r in store.load_runs(sid, ctx)] == [(0, BEFORE_LOOP), (BEFORE_LOOP, len(loaded))]
     with store._lock:
-        store._c.execute("UPDATE renders SET summary = 'not json' WHERE seq = 1")
-        store._c.execute("UPDATE renders SET body = 'text, not bytes' WHERE seq = 2")
-        store._c.execute("UPDATE renders SET digest = X'00' WHERE seq = 3")
-    assert len(store.load_renders(sid, ctx)) == len(loaded) - 2  # wrong types are left out on load
-    assert _cold(store, sid, loaded, target) == len(loaded) - 2  # those two messages are built again
-    memo = BuildMemo()  # a summary that does not decode costs that message's log entry, nothing else
-    restore(memo, store, sid, target, Learned())
-    _, plan = _build(loaded, target, Learned(), Settings(), memo)
-    assert plan is not None
-    before_loop = [pm for pm in plan.messages if pm.key is not None and not pm.key[3]]
-    assert plan_summary(plan, memo)["kept"] == len(before_loop) - 2
+        store._c.execute("UPDATE kept_runs SET state = 'not json' WHERE first_seq = ?", (BEFORE_LOOP,))
+    assert _cold(store, sid, loaded, target) == (BEFORE_LOOP, BEFORE_LOOP)  # the first run still counts
+    with store._lock:
+        store._c.execute("UPDATE kept_runs SET body = 'text, not bytes' WHERE first_seq = 0")
+    assert len(store.load_runs(sid, ctx)) == 1  # wrong types are left out on load
+    assert _cold(store, sid, loaded, target) == (0, 0)  # a chain must start at the window: none
 
 
-def test_one_context_per_session_is_kept(tmp_path):
-    """The bound: keeping results for a new context replaces the session's old ones."""
+def test_one_chain_per_session_is_kept(tmp_path):
+    """The bound: keeping runs for a new context replaces the session's old ones."""
     a, b = _target("deepseek", "m-1"), _target("deepseek", "m-2")
     store, sid, loaded = _kept(tmp_path, a)
     memo = BuildMemo()
     _build(loaded, b, Learned(), Settings(), memo)
     keep(memo, store, sid, b, Learned(), loaded)
-    assert store.load_renders(sid, context(a, Learned())) == []
-    assert len(store.load_renders(sid, context(b, Learned()))) == len(loaded)
+    assert store.load_runs(sid, context(a, Learned())) == []
+    assert len(store.load_runs(sid, context(b, Learned()))) == 1
     with store._lock:
-        assert store._c.execute("SELECT COUNT(*) FROM renders").fetchone()[0] == len(loaded)
+        assert store._c.execute("SELECT COUNT(*) FROM kept_runs").fetchone()[0] == 1
+
+
+def test_a_long_session_keeps_few_runs(tmp_path):
+    """Kept after every turn, a session's chain stays about log₂ of its turns long (a new run
+    absorbs the runs before it that are not larger), and still builds the fresh body."""
+    target = _target("anthropic", "m-1")
+    store = Store(tmp_path / "state.db")
+    sid = store.create_session(provider="x", model="m")
+    memo = BuildMemo()
+    turns = [m for _ in range(6) for m in _history()]  # 36 turns
+    for i in range(0, len(turns), 4):
+        store.append_turn(sid, turns[i:i + 4])
+        loaded = store.load(sid)
+        _build(loaded, target, Learned(), Settings(), memo)
+        keep(memo, store, sid, target, Learned(), loaded)
+    runs = store.load_runs(sid, context(target, Learned()))
+    sizes = [end - first for first, end, *_ in runs]
+    assert len(runs) <= 6 and sizes == sorted(sizes, reverse=True) and sum(sizes) == open_loop_start(loaded)
+    assert _cold(store, sid, [*loaded, Message.user("next")], target) == (sum(sizes), sum(sizes))
 
 
 def test_only_committed_messages_are_kept(tmp_path):
-    """Results for messages the store does not hold (a pending message, another history) are
-    not written."""
+    """Messages the store does not hold (a pending message, another history) are not kept:
+    ``keep`` reads the committed history it is given, up to its open tool loop."""
     target = _target("deepseek", "m-1")
     store = Store(tmp_path / "state.db")
     sid, loaded = _stored(store, _history()[:4])
     memo = BuildMemo()
     _build([*loaded, Message.user("pending")], target, Learned(), Settings(), memo)
-    assert keep(memo, store, sid, target, Learned(), loaded) == 4
+    assert keep(memo, store, sid, target, Learned(), loaded) == 1  # the question; its loop is still open
 
 
 @pytest.mark.parametrize("key", ["anthropic", "deepseek"])
 def test_a_new_process_plans_nothing_before_the_loop(tmp_path, key):
     """On a wire that merges turns (Anthropic) as on a chat route: every message before the
-    open tool loop comes from the kept results (the structure pass reads only their kept
-    render's emptiness), and the body equals a fresh build."""
+    open tool loop comes from the kept runs, merged turns inside a run included, and the body
+    equals a fresh build."""
     target = _target(key, "m-1")
     store = Store(tmp_path / "state.db")
     history = [m for m in _history() if not m.reasoning] + [Message.user("next")]
@@ -212,16 +285,17 @@ def test_a_new_process_plans_nothing_before_the_loop(tmp_path, key):
     assert restore(cold, store, sid, target, Learned()) == len(loaded)
     body, plan = _build(loaded, target, Learned(), Settings(), cold)
     assert body == _build(loaded, target, Learned(), Settings(), None)[0]
-    assert plan is not None and all(pm.kept for pm in plan.messages)
+    assert plan is not None and plan.messages == () and _kept_runs(plan) == len(loaded)
+    fresh_plan = plan_replay(loaded, target, Learned(), Settings())
     if key == "anthropic":  # tool results and the next question merge into one user turn
-        assert any(pm.joins for pm in plan.messages)
+        assert any(pm.joins for pm in fresh_plan.messages)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_kept_results_round_trip_on_both_backends(tmp_path, backend, request):
+def test_kept_runs_round_trip_on_both_backends(tmp_path, backend, request):
     """Digests are stored with the messages and read back with them (nothing hashed on load),
-    kept rows round-trip byte for byte, a branch copies digests, and deleting the session
-    deletes its rows — on SQLite and on a real PostgreSQL."""
+    kept runs round-trip byte for byte, a branch keeps its own, and deleting the session
+    deletes its runs — on SQLite and on a real PostgreSQL."""
     from hermes.messages import message_digest
     from hermes.store.pg import PgStore
 
@@ -232,17 +306,17 @@ def test_kept_results_round_trip_on_both_backends(tmp_path, backend, request):
         assert all(m.digest == message_digest(m) for m in loaded)  # read from the column, and right
         memo = BuildMemo()
         _build(loaded, target, Learned(), Settings(), memo)
-        assert keep(memo, store, sid, target, Learned(), loaded) == len(loaded)
+        assert keep(memo, store, sid, target, Learned(), loaded) == BEFORE_LOOP
         ctx = context(target, Learned())
-        rows = store.load_renders(sid, ctx)
-        assert sorted((r[0], r[3]) for r in rows) == sorted(
-            (k[1], memo.renders[(k, ("openai_chat", target.route.call_signature, target.route.text_signature))])
-            for k in memo.plans if len(k) == 4)
-        assert _cold(store, sid, loaded, target) == len(loaded)
+        rows = store.load_runs(sid, ctx)
+        (run,) = memo.runs[ctx]
+        assert rows == [(0, BEFORE_LOOP, 0, run.digests, run.body, run.cost, rows[0][6])]
+        assert run.digests == b"".join(m.digest for m in loaded[:BEFORE_LOOP])
+        assert _cold(store, sid, loaded, target) == (BEFORE_LOOP, BEFORE_LOOP)
         branch = store.branch(sid)
         assert [m.digest for m in store.load(branch)] == [m.digest for m in loaded]
-        assert store.load_renders(branch, ctx) == []  # a branch keeps its own, from its first turn
+        assert store.load_runs(branch, ctx) == []  # a branch keeps its own, from its first turn
         store.delete_session(sid)
-        assert store.load_renders(sid, ctx) == []
-        store.save_renders(sid, ctx, rows)  # a deleted session keeps nothing
-        assert store.load_renders(sid, ctx) == []
+        assert store.load_runs(sid, ctx) == []
+        store.save_run(sid, ctx, rows[0])  # a deleted session keeps nothing
+        assert store.load_runs(sid, ctx) == []

@@ -2,7 +2,7 @@
 against the emulators over loopback.
 
 A session is stored by one process; the next turn runs in a new process that builds its
-first request from the kept per-message results. The same turn is run from a copy of the
+first request from the kept runs. The same turn is run from a copy of the
 same home whose kept results were removed (a build that plans and renders everything). The
 provider receives the same request — the reasoning of every earlier turn included, byte for
 byte — and the log says the first one was built from kept results.
@@ -60,13 +60,13 @@ def test_resumed_turn_from_kept_results_sends_what_a_full_build_sends(route, str
                            cwd=tmp_path).stdout)["session_id"]
     cli(hermes_home, "chat", "--resume", sid, "-q", "And the notes?", stream, "--json", cwd=tmp_path)
     with sqlite3.connect(hermes_home / "state.db") as db:
-        kept = db.execute("SELECT COUNT(*) FROM renders WHERE session_id = ?", (sid,)).fetchone()[0]
+        kept = db.execute("SELECT COUNT(*) FROM kept_runs WHERE session_id = ?", (sid,)).fetchone()[0]
     assert kept > 0, "the turns kept no build results"
 
     bare = tmp_path / "bare-home"  # the same session, without its kept results
     shutil.copytree(hermes_home, bare)
     with sqlite3.connect(bare / "state.db") as db:
-        db.execute("DELETE FROM renders")
+        db.execute("DELETE FROM kept_runs")
 
     from_kept, log_kept = _first_request(emulator, personality, hermes_home, tmp_path, sid, stream)
     full, log_full = _first_request(emulator, personality, bare, tmp_path, sid, stream)

@@ -19,7 +19,8 @@ Every reasoning part and every structural repair gets a ``Decision`` with a reas
 
 Modules: ``plan`` (the types), ``sendable`` (may a blob go there), ``chat`` / ``blocks`` /
 ``gemini`` (per-message planning per wire family), ``structure``, ``planner`` (the request),
-``memo`` (incremental building: per-message results memoised by value).
+``memo`` (incremental building: per-message results memoised by value), ``runs`` (a stored
+session's earlier messages kept already built, spliced whole).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .plan import (
     Settings,
 )
 from .planner import plan_replay
+from .runs import Run
 from .sendable import blob_allowed
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "Learned",
     "PlannedMessage",
     "ReplayPlan",
+    "Run",
     "Settings",
     "blob_allowed",
     "blob_hash",

@@ -34,6 +34,7 @@ import orjson
 
 from ..messages import Message, digest_of
 from .plan import PlannedMessage
+from .runs import Run
 
 __all__ = ["FORMAT", "BuildMemo", "context", "digests", "render_context", "render_with", "serialised",
            "shared_prefix"]
@@ -104,8 +105,8 @@ class BuildMemo:
     ``last_*`` attributes are the request-wide scans of the previous request, each with the
     digests (or plan keys) of what it covered; a new request reuses the part that agrees."""
 
-    __slots__ = ("_contexts", "costs", "kept", "last_ids", "last_plan", "last_render", "last_structure",
-                 "last_window", "plans", "renders", "restored", "summaries")
+    __slots__ = ("_contexts", "costs", "last_ids", "last_plan", "last_render", "last_structure",
+                 "last_window", "plans", "renders", "restored", "runs", "summaries")
 
     def __init__(self) -> None:
         self._contexts: list[bytes] = []
@@ -117,21 +118,22 @@ class BuildMemo:
         """(plan key, pricing basis) → raw token cost (``estimate.message_cost``)."""
         self.summaries: dict[Key, Any] = {}
         """plan key → what the message carried, for the request log (``logs.message_summary``)."""
-        self.kept: dict[Key, tuple[Any, ...] | None] = {}
-        """Plan keys whose results the store holds → the kept row restored from it (``store.
-        renders.Built``: its render, cost and summary are read from there), or None for a
-        result this process built and saved."""
+        self.runs: dict[bytes, list[Run]] = {}
+        """context → the session's chain of kept runs (``replay.runs``), as restored from the
+        store or kept by this process."""
         self.restored: set[tuple[str, bytes]] = set()
-        """(session, context) pairs whose kept results were loaded into this memo."""
+        """(session, context) pairs whose kept runs were loaded into this memo."""
         self.last_window: tuple[list[bytes], int] | None = None
         """(digests of the history, window start) of the previous plan."""
-        self.last_plan: tuple[bytes, list[bytes], int, list[PlannedMessage]] | None = None
-        """(context, digests of the window, loop start, planned) of the previous plan."""
+        self.last_plan: tuple[tuple[bytes, int, int], list[bytes], int, list[PlannedMessage]] | None = None
+        """((context, window start, first planned offset), digests of the window, loop start,
+        planned) of the previous plan."""
         self.last_ids: tuple[str, list[bytes], list[str], bool] | None = None
         """(id rule, digests, their tool-call ids, all valid) of the previous request."""
-        self.last_structure: tuple[str, list[Key | None], list[PlannedMessage],
+        self.last_structure: tuple[tuple[str, str | None], list[Key | None], list[PlannedMessage],
                                    list[tuple[str | None, int]]] | None = None
-        """(wire, plan keys in, marked out, state before each) of the previous structure pass."""
+        """((wire, side before), plan keys in, marked out, state before each) of the previous
+        structure pass."""
         self.last_render: tuple[Any, list[Key | None], list[bytes]] | None = None
         """(render context, plan keys, per-message renders) of the previous render."""
 
@@ -149,7 +151,7 @@ class BuildMemo:
             self.renders = {k: v for k, v in self.renders.items() if k[0][0] in keep}
             self.costs = {k: v for k, v in self.costs.items() if k[0][0] in keep}
             self.summaries = {k: v for k, v in self.summaries.items() if k[0] in keep}
-            self.kept = {k: v for k, v in self.kept.items() if k[0] in keep}
+            self.runs = {k: v for k, v in self.runs.items() if k in keep}
 
     def derived(self, pm: PlannedMessage, rule: Any, compute: Callable[[], PlannedMessage]) -> PlannedMessage:
         """``pm`` after a request-wide rule (``rule``: a value saying exactly what it applied)."""
@@ -185,11 +187,7 @@ def render_with(memo: BuildMemo, planned: Sequence[PlannedMessage], rctx: Any,
             n = keys.index(None)
         out = last[2][:n]
     renders = memo.renders
-    kept = memo.kept
     for pm in planned[len(out):]:
-        if pm.kept:  # a stand-in: its kept row holds the render
-            out.append(kept[pm.key][3])  # type: ignore[index]
-            continue
         if pm.key is None:
             out.append(serialised(render(pm)))
             continue

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from ..messages import Part
 from ..resolve import Resolved
 from ..routes import GEMINI_SKIP_SIGNATURE
+from .runs import Run
 
 __all__ = [
     "DETAILS",
@@ -95,11 +96,6 @@ class PlannedMessage:
     key: tuple[Any, ...] | None = field(default=None, kw_only=True, compare=False, repr=False)
     """What this result was computed from, as a value (``replay.memo``): set when a
     ``BuildMemo`` planned it, so its render and cost are memoised under the same key."""
-    kept: bool = field(default=False, kw_only=True, compare=False, repr=False)
-    """A stand-in for a message whose results (render, cost, log summary) were kept from an
-    earlier process (``store.renders``): it holds no parts; everything is read by ``key``."""
-    empty: bool = field(default=False, kw_only=True, compare=False, repr=False)
-    """For a kept stand-in: its render is empty (the structure pass needs to know)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +108,11 @@ class ReplayPlan:
     notes: tuple[str, ...] = ()
     placeholder_after: bool = field(default=False, kw_only=True)
     """Structure: a placeholder user turn ends the conversation (it must not end on the model)."""
+    kept: tuple[Run, ...] = field(default=(), kw_only=True)
+    """Kept runs (``replay.runs``) that stand for the first messages of the window, already
+    built: ``messages`` are the ones after them. Only a plan built with a ``BuildMemo``."""
+
+    @property
+    def first(self) -> int:
+        """Index of the first stored message the request sends (the window start)."""
+        return self.kept[0].first if self.kept else self.messages[0].index if self.messages else 0

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..history import open_loop_start, window
+from ..history import latest_checkpoint, open_loop_start, window
 from ..messages import Message, Part, Reasoning, ToolCall, ToolResult
 from ..resolve import Resolved
 from ..routes import at_path, deep_merge
@@ -19,9 +19,10 @@ from .chat import plan_chat
 from .gemini import plan_gemini
 from .memo import BuildMemo, context, digests, shared_prefix
 from .plan import Decision, Learned, PlannedMessage, ReplayPlan, Settings
-from .structure import structure
+from .runs import Run, closing_side, matching
+from .structure import structure, turn_sides
 
-__all__ = ["plan_replay"]
+__all__ = ["plan_replay", "tool_ids_ok"]
 
 _PLANNERS = {
     "openai_chat": plan_chat,
@@ -44,24 +45,27 @@ def plan_replay(
     ``cache``, the conversation's ``BuildMemo``, only memoises results by value)."""
     route = target.route
     planner = _PLANNERS[route.wire]
+    kept: tuple[Run, ...] = ()
     if cache is None:
         start, msgs = window(history)
         loop_start = open_loop_start(msgs)
         planned = [planner(start + o, m, target, learned, o >= loop_start) if m.role == "assistant"
                    else PlannedMessage(start + o, m.role, m.parts) for o, m in enumerate(msgs)]
+        off = 0
     else:
-        start, msgs, planned, loop_start = _planned(cache, history, target, learned)
-    if route.tool_ids != "any":
+        start, msgs, planned, loop_start, kept = _planned(cache, history, target, learned, settings)
+        if kept and not _runs_hold(kept, planned, loop_start - (kept[-1].end - start), target, settings):
+            start, msgs, planned, loop_start, kept = _planned(cache, history, target, learned, settings, runs=False)
+        off = kept[-1].end - start if kept else 0
+    if route.tool_ids != "any" and not kept:  # with kept runs every id is one the route takes
         mapping = _request_id_map(msgs, route.tool_ids, cache)
         if mapping:
-            if cache is not None:  # the rule reads parts: kept stand-ins are planned for real
-                planned = _unkept(cache, planned, msgs, start, target, learned)
             planned = [_remap_ids(pm, mapping, cache) for pm in planned]
     notes: list[str] = []
     thinking = settings.thinking
     signed_loop = route.signed_loop and route.policy == "signed"
     if thinking and signed_loop:
-        bare = [p for p in planned[loop_start:] if p.role == "assistant" and _needs_thinking(p)]
+        bare = [p for p in planned[loop_start - off:] if p.role == "assistant" and _needs_thinking(p)]
         if bare:
             thinking = False
             notes.append(
@@ -69,73 +73,83 @@ def plan_replay(
                 "thinking block this route may receive (it came from another route)"
             )
     if not thinking and signed_loop:
-        if cache is not None:  # the rule reads parts: kept stand-ins are planned for real
-            planned = _unkept(cache, planned, msgs, start, target, learned)
         planned = [_without_reasoning(p, cache) for p in planned]
-    planned, placeholder_after = structure(planned, route.wire, cache)
+    planned, placeholder_after = structure(planned, route.wire, cache, after=closing_side(kept))
     return ReplayPlan(target, tuple(planned), _request_fields(target, settings, thinking), thinking, tuple(notes),
-                      placeholder_after=placeholder_after)
+                      placeholder_after=placeholder_after, kept=kept)
 
 
-def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved,
-             learned: Learned) -> tuple[int, Sequence[Message], list[PlannedMessage], int]:
-    """(window start, window, planned messages, open loop start) through the memo: the scans
-    reuse what the previous request's digests agree on, each message is planned once per key."""
+def _runs_hold(kept: Sequence[Run], planned: Sequence[PlannedMessage], loop_start: int, target: Resolved,
+               settings: Settings) -> bool:
+    """Whether the request built after the kept runs ``kept`` (``planned``: the messages after
+    them, the open loop from ``loop_start``) keeps every condition a run was built under
+    (``replay.runs``); else the request is planned whole."""
+    route = target.route
+    if route.signed_loop and route.policy == "signed" and (
+            not settings.thinking
+            or any(p.role == "assistant" and _needs_thinking(p) for p in planned[loop_start:])):
+        return False  # thinking off: every message loses its thinking blocks
+    if not (all(r.ids_ok for r in kept) and tool_ids_ok(planned, route.tool_ids)):
+        return False  # the request's ids get a mapping, which may rename ids inside a run
+    side = turn_sides(planned, route.wire)[0]
+    return side is None or side != closing_side(kept)  # the first turn after the runs opens a turn of its own
+
+
+def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved, learned: Learned,
+             settings: Settings, *, runs: bool = True,
+             ) -> tuple[int, Sequence[Message], list[PlannedMessage], int, tuple[Run, ...]]:
+    """(window start, window, planned messages, open loop start, kept runs) through the memo:
+    the session's kept runs that match the history stand for its first messages (``runs=False``:
+    never), the scans reuse what the previous request's digests agree on, each other message is
+    planned once per key. ``planned`` starts after the runs."""
     ds = digests(history)
-    known = known_start = 0
-    if memo.last_window is not None:
-        prev, prev_start = memo.last_window
-        if shared_prefix(prev, ds) == len(prev):
-            known, known_start = len(prev), prev_start
-    start, msgs = window(history, known=known, known_start=known_start)
+    ctx = context(target, learned)
+    memo.use_context(ctx)
+    kept: tuple[Run, ...] = ()
+    chain = memo.runs.get(ctx) if runs else None
+    if chain:
+        w = chain[0].window
+        kept = matching(chain, ds, w + open_loop_start(history[w:] if w else history))
+        if kept and latest_checkpoint(history, kept[-1].end) is not None:
+            kept = ()  # a newer checkpoint: the window starts after the runs
+    if kept:
+        start = kept[0].window
+        msgs = history[start:] if start else history
+    else:
+        known = known_start = 0
+        if memo.last_window is not None:
+            prev, prev_start = memo.last_window
+            if shared_prefix(prev, ds) == len(prev):
+                known, known_start = len(prev), prev_start
+        start, msgs = window(history, known=known, known_start=known_start)
     memo.last_window = (ds, start)
     ds = ds[start:]
     loop_start = open_loop_start(msgs)
-    ctx = context(target, learned)
-    memo.use_context(ctx)
-    kept = memo.kept
+    first = kept[-1].end - start if kept else 0
     planned: list[PlannedMessage] = []
-    if memo.last_plan is not None and memo.last_plan[0] == ctx:
+    if memo.last_plan is not None and memo.last_plan[0] == (ctx, start, first):
         _, prev_ds, prev_loop, prev_planned = memo.last_plan
-        planned = prev_planned[:min(shared_prefix(prev_ds, ds), prev_loop, loop_start)]
+        planned = prev_planned[:max(0, min(shared_prefix(prev_ds, ds), prev_loop, loop_start) - first)]
     planner = _PLANNERS[target.route.wire]
-    for offset in range(len(planned), len(msgs)):
+    for offset in range(first + len(planned), len(msgs)):
         m = msgs[offset]
         index = start + offset
         loop = m.role == "assistant" and offset >= loop_start
         key = (ctx, index, ds[offset], loop)
         pm = memo.plans.get(key)
         if pm is None:
-            row = kept.get(key) if kept and not loop else None
-            if row is not None:  # results kept by an earlier process stand in for it
-                pm = PlannedMessage(index, m.role, (), kept=True, empty=not row[3])
-            else:
-                pm = (planner(index, m, target, learned, loop) if m.role == "assistant"
-                      else PlannedMessage(index, m.role, m.parts))
+            pm = (planner(index, m, target, learned, loop) if m.role == "assistant"
+                  else PlannedMessage(index, m.role, m.parts))
             pm.key = key
             memo.plans[key] = pm
         planned.append(pm)
-    memo.last_plan = (ctx, ds, loop_start, list(planned))
-    return start, msgs, planned, loop_start
+    memo.last_plan = ((ctx, start, first), ds, loop_start, list(planned))
+    return start, msgs, planned, loop_start, kept
 
 
-def _unkept(memo: BuildMemo, planned: list[PlannedMessage], msgs: Sequence[Message], start: int,
-            target: Resolved, learned: Learned) -> list[PlannedMessage]:
-    """``planned`` with each kept stand-in replaced by the message's real plan (same key)."""
-    if not any(pm.kept for pm in planned):
-        return planned
-    planner = _PLANNERS[target.route.wire]
-    out = []
-    for pm in planned:
-        key = pm.key
-        if pm.kept and key is not None:
-            m = msgs[pm.index - start]
-            real = (planner(pm.index, m, target, learned, key[3]) if m.role == "assistant"
-                    else PlannedMessage(pm.index, m.role, m.parts))
-            real.key = key
-            memo.plans[key] = pm = real
-        out.append(pm)
-    return out
+def tool_ids_ok(planned: Sequence[PlannedMessage], rule: str) -> bool:
+    """Every tool-call id in ``planned`` is one the route's id ``rule`` accepts as it is."""
+    return rule == "any" or all(valid(rule, i) for pm in planned for i in _part_ids(pm.parts))
 
 
 def _part_ids(parts: Sequence[Part]) -> list[str]:

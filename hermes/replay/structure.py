@@ -24,7 +24,7 @@ from dataclasses import replace
 from .memo import BuildMemo, shared_prefix
 from .plan import Decision, PlannedMessage
 
-__all__ = ["structure"]
+__all__ = ["structure", "turn_sides"]
 
 _WHY_ALTERNATE = {
     "anthropic": "the Messages API wants user and assistant turns to alternate",
@@ -40,8 +40,6 @@ def _side(pm: PlannedMessage) -> str:
 def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
     """True when the wire has no block for any part (empty text; on Anthropic also an empty
     summary), so the message opens no turn and does not break a run of the other side."""
-    if pm.kept:
-        return pm.empty  # a kept stand-in: its kept render says
     for p in pm.parts:  # ``kind`` compares cheaper than isinstance; most messages stop at once
         k = p.kind
         if k == "text":
@@ -69,20 +67,31 @@ def _marked(pm: PlannedMessage, cache: BuildMemo | None, *, joins: bool = False,
     return out
 
 
-def structure(planned: Sequence[PlannedMessage], wire: str,
-              cache: BuildMemo | None = None) -> tuple[list[PlannedMessage], bool]:
+def turn_sides(planned: Sequence[PlannedMessage], wire: str) -> tuple[str | None, str | None]:
+    """Sides of the first and the last turn ``planned`` opens on a wire that merges same-side
+    messages (None: it opens none, or the wire takes messages as they are)."""
+    if wire not in _WHY_ALTERNATE:
+        return None, None
+    sides = [_side(pm) for pm in planned
+             if pm.role != "system" and (wire == "bedrock" or not _renders_nothing(pm, wire))]
+    return (sides[0], sides[-1]) if sides else (None, None)
+
+
+def structure(planned: Sequence[PlannedMessage], wire: str, cache: BuildMemo | None = None, *,
+              after: str | None = None) -> tuple[list[PlannedMessage], bool]:
     """(planned messages with their structure marks, whether a placeholder user turn ends the
-    request) for ``wire``. With a ``cache``, the previous request's marks are reused up to the
+    request) for ``wire``; ``after``: the side of the last turn sent before them (kept runs,
+    ``replay.runs``). With a ``cache``, the previous request's marks are reused up to the
     first planned message whose key changed (a mark depends only on the messages before it)."""
     why = _WHY_ALTERNATE.get(wire)
     if why is None:
         return planned if isinstance(planned, list) else list(planned), False
     out: list[PlannedMessage] = []
     state: list[tuple[str | None, int]] = []  # (side of the last turn opened, last non-system) before each
-    prev: str | None = None
+    prev: str | None = after
     last = -1
     keys = [pm.key for pm in planned] if cache is not None else []
-    if cache is not None and cache.last_structure is not None and cache.last_structure[0] == wire:
+    if cache is not None and cache.last_structure is not None and cache.last_structure[0] == (wire, after):
         _, prev_in, prev_out, prev_state = cache.last_structure
         k = shared_prefix(prev_in, keys)
         if None in keys[:k]:  # an unkeyed planned message is never reused
@@ -114,7 +123,7 @@ def structure(planned: Sequence[PlannedMessage], wire: str,
         out.append(pm)
         state.append((prev, last))
     if cache is not None:
-        cache.last_structure = (wire, keys, out, state)
+        cache.last_structure = ((wire, after), keys, out, state)
     if wire != "bedrock" or (last >= 0 and _side(out[last]) == "user"):
         return list(out), False
     out = list(out)  # the closing mark belongs to this request only: never into the reused prefix

@@ -26,13 +26,23 @@ from .codec import blob_hash
 from .db import Store, merge_patch
 from .lease import Lease
 from .records import Capability, SessionInfo
-from .renders import Built
+from .runs import RunRow
 
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = ["Built", "Capability", "Lease", "SessionInfo", "SessionStore", "Store", "blob_hash", "merge_patch",
-           "open_store", "store_url"]
+__all__ = [
+    "Capability",
+    "Lease",
+    "RunRow",
+    "SessionInfo",
+    "SessionStore",
+    "Store",
+    "blob_hash",
+    "merge_patch",
+    "open_store",
+    "store_url",
+]
 
 
 @runtime_checkable
@@ -82,9 +92,9 @@ class SessionStore(Protocol):
     def branch(self, session_id: str, *, upto_seq: int | None = None, title: str = "") -> str: ...
     def export_jsonl(self, session_id: str) -> Iterator[bytes]: ...
 
-    # per-message build results (hermes.store.renders, hermes.replay.memo): a cache
-    def load_renders(self, session_id: str, context: bytes) -> list[Built]: ...
-    def save_renders(self, session_id: str, context: bytes, rows: Sequence[Built]) -> None: ...
+    # kept runs of built messages (hermes.store.runs, hermes.replay.runs): a cache
+    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]: ...
+    def save_run(self, session_id: str, context: bytes, row: RunRow) -> None: ...
 
     # per-session learned config
     def model_config(self, session_id: str) -> dict[str, Any]: ...

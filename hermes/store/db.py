@@ -38,7 +38,7 @@ from .codec import part_from_row, part_to_row, stored_message
 from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability
-from .renders import DELETE_OTHERS, INSERT_SQLITE, SELECT, Built, checked
+from .runs import INSERT, REPLACED, SELECT, RunRow, checked
 from .shared import SharedMethods
 
 __all__ = ["Store"]
@@ -339,19 +339,19 @@ class Store(SharedMethods):
 
     # ------------------------------------------------------------------ build results
 
-    def load_renders(self, session_id: str, context: bytes) -> list[Built]:
-        """The session's kept per-message build results for request context ``context``
-        (``hermes.replay.memo``); rows that do not decode are left out (a miss, built again)."""
+    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
+        """The session's kept runs for request context ``context`` (``hermes.replay.runs``), in
+        order; rows that do not decode are left out (a miss: those messages are built again)."""
         return checked(self._read(SELECT, (session_id, context)))
 
-    def save_renders(self, session_id: str, context: bytes, rows: Sequence[Built]) -> None:
-        """Keep ``rows`` as the session's build results for ``context``; results of any other
-        context of the session go (one context per session is kept: the bound)."""
+    def save_run(self, session_id: str, context: bytes, row: RunRow) -> None:
+        """Keep ``row`` in the session's chain of runs for ``context``: it replaces the rows it
+        covers or follows and every row of another context (one chain per session: the bound)."""
         with self._write("keep build results") as c:
             if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
                 return  # deleted meanwhile: nothing to keep
-            c.execute(DELETE_OTHERS, (session_id, context))
-            c.executemany(INSERT_SQLITE, [(session_id, context, *r) for r in rows])
+            c.execute(REPLACED, (session_id, context, row[0], row[2]))
+            c.execute(INSERT, (session_id, context, *row))
 
     # ------------------------------------------------------------------ per-session config
 

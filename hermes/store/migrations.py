@@ -204,3 +204,32 @@ CREATE TABLE renders (
 ) WITHOUT ROWID;
 """,
     )
+
+
+@migration
+def m005_kept_runs(conn: sqlite3.Connection) -> None:
+    """Kept build results as runs of messages built in one piece (``hermes.replay.runs``):
+    a new process splices a long session's earlier messages whole instead of visiting each."""
+    run_script(
+        conn,
+        """
+DROP TABLE renders;                      -- per-message results: replaced by runs (a cache: nothing lost)
+CREATE TABLE kept_runs (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, -- owning session
+    context    BLOB NOT NULL,            -- replay.memo.context of the requests: route row, host, model,
+                                         -- profile, lessons, build format (one per session is kept)
+    first_seq  INTEGER NOT NULL,         -- first message of the run
+    end_seq    INTEGER NOT NULL,         -- the message after its last
+    window_seq INTEGER NOT NULL,         -- where the chain of runs begins (the window start)
+    digests    BLOB NOT NULL,            -- the messages' digests when built, concatenated: a run for
+                                         -- other message values is never used
+    body       BLOB NOT NULL,            -- the wire's request items for them, serialised, comma-separated
+                                         -- (only what the request itself carries)
+    cost       INTEGER NOT NULL,         -- their summed raw token cost (estimate.message_cost)
+    state      TEXT NOT NULL,            -- JSON: system text, request-log tally (logs.Tally), the sides of
+                                         -- the first and last turn it opens, whether every tool-call id is
+                                         -- one the route takes
+    PRIMARY KEY (session_id, first_seq)
+) WITHOUT ROWID;
+""",
+    )

@@ -39,7 +39,7 @@ from .db import _LOAD_SQL, _json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
 from .records import Capability
-from .renders import DELETE_OTHERS, INSERT_PG, SELECT, Built, checked
+from .runs import INSERT, REPLACED, SELECT, RunRow, checked
 from .shared import SharedMethods
 
 __all__ = ["PgStore", "display_url"]
@@ -313,19 +313,18 @@ class PgStore(SharedMethods):
 
     # ------------------------------------------------------------------ build results
 
-    def load_renders(self, session_id: str, context: bytes) -> list[Built]:
-        """As :meth:`Store.load_renders`."""
+    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
+        """As :meth:`Store.load_runs`."""
         return checked(self._read(SELECT, (session_id, context)))
 
-    def save_renders(self, session_id: str, context: bytes, rows: Sequence[Built]) -> None:
-        """As :meth:`Store.save_renders` (under the session's row lock)."""
+    def save_run(self, session_id: str, context: bytes, row: RunRow) -> None:
+        """As :meth:`Store.save_run` (under the session's row lock)."""
         with self._write("keep build results") as cur:
             cur.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
             if cur.fetchone() is None:
                 return  # deleted meanwhile: nothing to keep
-            cur.execute(_pg(DELETE_OTHERS), (session_id, context))
-            if rows:
-                cur.executemany(INSERT_PG, [(session_id, context, *r) for r in rows])
+            cur.execute(_pg(REPLACED), (session_id, context, row[0], row[2]))
+            cur.execute(_pg(INSERT), (session_id, context, *row))
 
     # ------------------------------------------------------------------ per-session config
 

@@ -162,6 +162,26 @@ CREATE TABLE renders (
 """)
 
 
+
+@_migration
+def m005_kept_runs(cur: Any) -> None:
+    """Kept runs replace per-message build results, as in the SQLite migration of the same name."""
+    cur.execute("""
+DROP TABLE renders;
+CREATE TABLE kept_runs (
+    session_id text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    context    bytea NOT NULL,
+    first_seq  bigint NOT NULL,
+    end_seq    bigint NOT NULL,
+    window_seq bigint NOT NULL,
+    digests    bytea NOT NULL,
+    body       bytea NOT NULL,
+    cost       bigint NOT NULL,
+    state      text NOT NULL,
+    PRIMARY KEY (session_id, first_seq)
+);
+""")
+
 def migrate(conn: Any, where: str) -> None:
     """Refuse a newer schema, else apply what is pending — one transaction, one writer."""
     with conn.transaction(), conn.cursor() as cur:

@@ -211,10 +211,13 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
             stream: bool = False, rendered: Sequence[bytes] | None = None) -> dict[str, Any]:
     """The Messages request body for ``plan`` (Vertex: without ``model``, with its version).
     ``rendered``: each planned message's ``render_message``, serialised (``replay.memo``),
-    when the caller kept them: spliced into the body as bytes."""
+    when the caller kept them: spliced into the body as bytes, after the plan's kept runs."""
     target = plan.target
     messages: Any
     system, messages = _messages(plan) if rendered is None else _spliced(plan, rendered)
+    if plan.kept:  # kept runs: turns already built (the planner made sure none joins the next)
+        system = "\n\n".join([*(r.system for r in plan.kept if r.system), *([system] if system else [])])
+        messages = [*(orjson.Fragment(r.body) for r in plan.kept if r.body), *messages]
     body: dict[str, Any] = {"model": target.model}
     if plan.thinking:
         fields, max_tokens = thinking_config(target.profile, settings)

@@ -66,17 +66,17 @@ def to_wire(
 ) -> dict[str, Any]:
     """The request body for ``plan``; nothing here decides what reasoning is replayed.
     ``rendered``: each planned message's ``render_message``, serialised (``replay.memo``),
-    when the caller kept them: spliced into the body as bytes."""
+    when the caller kept them: spliced into the body as bytes, after the plan's kept runs."""
     route = plan.target.route
-    messages: Any
+    fragment = orjson.Fragment
+    messages: list[Any] = [fragment(r.body) for r in plan.kept if r.body]  # kept runs: already built
     if rendered is None:
         sig_at = (route.call_signature, route.text_signature)
-        messages = list(chain.from_iterable(_render(pm, sig_at) for pm in plan.messages))
+        messages += chain.from_iterable(_render(pm, sig_at) for pm in plan.messages)
     else:
         # one fragment per stored message (a message rendered as two chat messages splices
         # both, comma-separated); orjson copies each, which is fast for many small fragments
-        fragment = orjson.Fragment
-        messages = [fragment(r) for r in rendered if r]
+        messages += [fragment(r) for r in rendered if r]
     body: dict[str, Any] = {"model": plan.target.model, "messages": messages}
     if tools:
         body["tools"] = [_tool(t) for t in tools]
