@@ -140,6 +140,7 @@ def count_worker(route: int, what: str, db: str = "", sid: str = "") -> None:
     """Under callgrind (see ``_instr.count_region``): one build or one ``orjson.dumps``."""
     key, model = ROUTES[route]
     target = resolve(key, None, model)
+    get_wire(target.route.wire)  # imported before the region: module imports are process start (chat_turn.py)
     if what == "kept":  # a new process: history and kept results from the store, then the build
         with Store(Path(db)) as store:
             history = store.load(sid)

@@ -22,6 +22,7 @@ import logging
 import logging.handlers
 import os
 import time
+from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,9 @@ class Tally:
         self.pads = 0
         self.reasons: dict[str, int] = {}
         self.kinds: dict[tuple[tuple[str, str, int], ...], int] = {}
-        self.turns: list[list[int]] = []  # runs of assistant messages with the same decisions
+        self.turns: list[int] = []
+        """Runs of assistant messages with the same decisions, flat: first, last, kind, first, …
+        (a long session has thousands; flat, they are copied and checked in C)."""
         self.kept = 0
 
     def add(self, index: int, role: str, rec: Summary) -> None:
@@ -119,10 +122,11 @@ class Tally:
 
     def _turn(self, first: int, last: int, kind: tuple[tuple[str, str, int], ...]) -> None:
         k = self.kinds.setdefault(kind, len(self.kinds))
-        if self.turns and self.turns[-1][2] == k:
-            self.turns[-1][1] = last
+        turns = self.turns
+        if turns and turns[-1] == k:
+            turns[-2] = last
         else:
-            self.turns.append([first, last, k])
+            turns += (first, last, k)
 
     def _field(self, name: str, messages: int, chars: int, hashes: list[str]) -> None:
         f = self.fields.setdefault(name, {"messages": 0, "chars": 0, "hashes": []})
@@ -136,8 +140,15 @@ class Tally:
         """Add the tally of the messages that follow (``other`` is not changed)."""
         reasons = [self.reasons.setdefault(r, len(self.reasons)) for r in other.reasons]
         kinds = [tuple((a, f, reasons[r]) for a, f, r in kind) for kind in other.kinds]
-        for first, last, k in other.turns:
-            self._turn(first, last, kinds[k])
+        if other.turns:  # its kinds in order of first use, as adding its messages would
+            flat = other.turns[:]
+            remap = [self.kinds.setdefault(kind, len(self.kinds)) for kind in kinds]
+            if remap != list(range(len(remap))):
+                flat[2::3] = [remap[k] for k in flat[2::3]]
+            if self.turns and self.turns[-1] == flat[2]:
+                self.turns[-2] = flat[1]
+                del flat[:3]
+            self.turns += flat
         for name, f in other.fields.items():
             self._field(name, f["messages"], f["chars"], f["hashes"])
         self.pads += other.pads
@@ -157,10 +168,12 @@ class Tally:
         t.pads = int(data["pads"])
         t.reasons = {str(r): i for i, r in enumerate(data["reasons"])}
         t.kinds = {tuple((str(a), str(f), int(r)) for a, f, r in kind): i for i, kind in enumerate(data["kinds"])}
-        t.turns = [[int(a), int(b), int(k)] for a, b, k in data["turns"]]
+        array("q", data["turns"])  # integers only (checked in C)
+        t.turns = list(data["turns"])
         t.kept = int(data["kept"])
-        if len(t.reasons) != len(data["reasons"]) or len(t.kinds) != len(data["kinds"]) or any(
-                not 0 <= k < len(t.kinds) for *_, k in t.turns) or any(
+        ks = t.turns[2::3]
+        if len(t.reasons) != len(data["reasons"]) or len(t.kinds) != len(data["kinds"]) or len(t.turns) % 3 or (
+                ks and not 0 <= min(ks) <= max(ks) < len(t.kinds)) or any(
                 not 0 <= r < len(t.reasons) for kind in t.kinds for *_, r in kind):
             raise ValueError("inconsistent tally")
         return t
@@ -192,7 +205,7 @@ def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
     tg = plan.target
     return {"route": tg.route.key, "host": tg.host, "model": tg.model, "wire": tg.route.wire,
             "fields": t.fields, "pads": t.pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,
-            "window": plan.first, "turns": t.turns, "kinds": [[list(d) for d in kind] for kind in t.kinds],
+            "window": plan.first, "turns": [list(x) for x in zip(*[iter(t.turns)] * 3, strict=True)], "kinds": [[list(d) for d in kind] for kind in t.kinds],
             "reasons": list(t.reasons), "notes": list(plan.notes), "kept": t.kept}
 
 

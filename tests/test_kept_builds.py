@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from test_replay_properties import LEARNED, MODELS, _target, histories
 
 from hermes.estimate import raw_plan_tokens
+from hermes.history import open_loop_start
 from hermes.kept import keep, restore
 from hermes.logs import plan_summary
 from hermes.messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.provider import build_body, get_wire
-from hermes.history import open_loop_start
 from hermes.replay import BuildMemo, Learned, Settings, context, plan_replay
 from hermes.routes import ROUTES
 from hermes.store import Store
