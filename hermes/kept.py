@@ -128,10 +128,11 @@ def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved
     state = orjson.dumps({"system": run.system, "tally": run.tally, "opens": run.opens, "closes": run.closes,
                           "ids_ok": run.ids_ok}).decode()
     try:
-        store.save_run(session_id, ctx, (run.first, run.end, run.window, run.digests, run.body, run.cost, state))
+        saved = store.save_run(session_id, ctx, (run.first, run.end, run.window, run.digests, run.body, run.cost,
+                                                 state))
     except StoreError as e:
         log_event("kept_results_unwritten", session=session_id, error=str(e)[:200])
         return 0
-    memo.runs[ctx] = [*chain, run]
+    memo.runs[ctx] = [*chain, run]  # exact for this process either way
     memo.restored.add((session_id, ctx))
-    return len(new)
+    return len(new) if saved else 0

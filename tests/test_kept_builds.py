@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import orjson
@@ -320,3 +321,25 @@ def test_kept_runs_round_trip_on_both_backends(tmp_path, backend, request):
         assert store.load_runs(sid, ctx) == []
         store.save_run(sid, ctx, rows[0])  # a deleted session keeps nothing
         assert store.load_runs(sid, ctx) == []
+
+
+def test_two_processes_keeping_one_session_leave_one_chain(tmp_path):
+    """Two workers take turns on one session, each with its own memo (so each is sometimes
+    behind the other's runs): the table always holds one chain from the window start, and a
+    new process builds the fresh body from it."""
+    target = _target("deepseek", "m-1")
+    ctx = context(target, Learned())
+    store = Store(tmp_path / "state.db")
+    sid = store.create_session(provider="x", model="m")
+    a, b = BuildMemo(), BuildMemo()
+    turns = [m for _ in range(2) for m in _history()]
+    for i, memo in zip(range(0, len(turns), 4), [a, b, b, a, b, a, a, b, a, b, b, a], strict=True):
+        store.append_turn(sid, turns[i:i + 4])
+        loaded = store.load(sid)
+        restore(memo, store, sid, target, Learned())
+        _build(loaded, target, Learned(), Settings(), memo)
+        keep(memo, store, sid, target, Learned(), loaded)
+        rows = store.load_runs(sid, ctx)
+        assert [r[0] for r in rows[:1]] in ([], [0]) and all(x[1] == y[0] for x, y in pairwise(rows))
+    kept, used = _cold(store, sid, [*loaded, Message.user("next")], target)
+    assert kept == used == sum(r[1] - r[0] for r in store.load_runs(sid, ctx))

@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
-from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -81,13 +80,7 @@ def render_context(route: Any) -> tuple[str, str, str]:
 
 def digests(messages: Sequence[Message]) -> list[bytes]:
     """Each message's digest (computed only for messages that do not carry one yet)."""
-    out = list(map(_digest, messages))  # in C: a long history read back carries them all
-    if None in out:
-        out = [d or digest_of(m) for d, m in zip(out, messages, strict=True)]
-    return out
-
-
-_digest = attrgetter("digest")
+    return [m.digest or digest_of(m) for m in messages]
 
 
 def shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:

@@ -38,7 +38,7 @@ from .codec import part_from_row, part_to_row, stored_message
 from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability
-from .runs import INSERT, REPLACED, SELECT, RunRow, checked
+from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
 from .shared import SharedMethods
 
 __all__ = ["Store"]
@@ -344,14 +344,20 @@ class Store(SharedMethods):
         order; rows that do not decode are left out (a miss: those messages are built again)."""
         return checked(self._read(SELECT, (session_id, context)))
 
-    def save_run(self, session_id: str, context: bytes, row: RunRow) -> None:
-        """Keep ``row`` in the session's chain of runs for ``context``: it replaces the rows it
-        covers or follows and every row of another context (one chain per session: the bound)."""
+    def save_run(self, session_id: str, context: bytes, row: RunRow) -> bool:
+        """Keep ``row`` as the next run of the session's chain for ``context`` (one chain per
+        session: runs of another context or window go, the runs it absorbs go). False, and
+        nothing saved, when it does not continue the stored chain or the session is gone."""
+        first, window = row[0], row[2]
         with self._write("keep build results") as c:
             if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
-                return  # deleted meanwhile: nothing to keep
-            c.execute(REPLACED, (session_id, context, row[0], row[2]))
+                return False  # deleted meanwhile: nothing to keep
+            c.execute(OTHER_CHAINS, (session_id, context, window))
+            if c.execute(END_BEFORE, (session_id, first)).fetchone()[0] != (None if first == window else first):
+                return False
+            c.execute(FROM, (session_id, first))
             c.execute(INSERT, (session_id, context, *row))
+            return True
 
     # ------------------------------------------------------------------ per-session config
 

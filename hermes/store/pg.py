@@ -39,7 +39,7 @@ from .db import _LOAD_SQL, _json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
 from .records import Capability
-from .runs import INSERT, REPLACED, SELECT, RunRow, checked
+from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
 from .shared import SharedMethods
 
 __all__ = ["PgStore", "display_url"]
@@ -317,14 +317,20 @@ class PgStore(SharedMethods):
         """As :meth:`Store.load_runs`."""
         return checked(self._read(SELECT, (session_id, context)))
 
-    def save_run(self, session_id: str, context: bytes, row: RunRow) -> None:
+    def save_run(self, session_id: str, context: bytes, row: RunRow) -> bool:
         """As :meth:`Store.save_run` (under the session's row lock)."""
+        first, window = row[0], row[2]
         with self._write("keep build results") as cur:
             cur.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
             if cur.fetchone() is None:
-                return  # deleted meanwhile: nothing to keep
-            cur.execute(_pg(REPLACED), (session_id, context, row[0], row[2]))
+                return False  # deleted meanwhile: nothing to keep
+            cur.execute(_pg(OTHER_CHAINS), (session_id, context, window))
+            cur.execute(_pg(END_BEFORE), (session_id, first))
+            if cur.fetchone()[0] != (None if first == window else first):
+                return False
+            cur.execute(_pg(FROM), (session_id, first))
             cur.execute(_pg(INSERT), (session_id, context, *row))
+            return True
 
     # ------------------------------------------------------------------ per-session config
 
