@@ -17,6 +17,7 @@ from .errors import ProviderHTTPError, StreamError
 from .keys import auth_headers, find_key
 from .messages import Message
 from .replay import BuildMemo, Learned, ReplayPlan, Settings, plan_replay, render_with
+from .replay.memo import render_context
 from .resolve import Resolved
 from .stream import Accumulator, Delta, Response
 from .transport import Transport
@@ -220,8 +221,7 @@ def build_body(wire: Wire, plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), 
     rendered = None
     if render is not None and memo is not None:
         route = plan.target.route
-        rctx = (route.wire, route.call_signature, route.text_signature)
-        rendered = render_with(memo, plan.messages, rctx, lambda pm: render(pm, route))
+        rendered = render_with(memo, plan.messages, render_context(route), lambda pm: render(pm, route))
     return wire.to_wire(plan, tools=tools, settings=settings, stream=stream, rendered=rendered)
 
 

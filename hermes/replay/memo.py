@@ -21,6 +21,8 @@ far as the new request's digests agree with them — a session's stored history 
 
 Wires never see the memo: they render one planned message at a time (``render_message``);
 the builder (``render_with``) reuses what it can and hands the wire the per-message renders.
+The memo also holds the session's kept runs (``replay.runs``): earlier messages already
+built by this or an earlier process, which the planner splices whole.
 """
 
 from __future__ import annotations

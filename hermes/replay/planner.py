@@ -53,9 +53,9 @@ def plan_replay(
                    else PlannedMessage(start + o, m.role, m.parts) for o, m in enumerate(msgs)]
         off = 0
     else:
-        start, msgs, planned, loop_start, kept = _planned(cache, history, target, learned, settings)
+        start, msgs, planned, loop_start, kept = _planned(cache, history, target, learned)
         if kept and not _runs_hold(kept, planned, loop_start - (kept[-1].end - start), target, settings):
-            start, msgs, planned, loop_start, kept = _planned(cache, history, target, learned, settings, runs=False)
+            start, msgs, planned, loop_start, kept = _planned(cache, history, target, learned, runs=False)
         off = kept[-1].end - start if kept else 0
     if route.tool_ids != "any" and not kept:  # with kept runs every id is one the route takes
         mapping = _request_id_map(msgs, route.tool_ids, cache)
@@ -95,9 +95,8 @@ def _runs_hold(kept: Sequence[Run], planned: Sequence[PlannedMessage], loop_star
     return side is None or side != closing_side(kept)  # the first turn after the runs opens a turn of its own
 
 
-def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved, learned: Learned,
-             settings: Settings, *, runs: bool = True,
-             ) -> tuple[int, Sequence[Message], list[PlannedMessage], int, tuple[Run, ...]]:
+def _planned(memo: BuildMemo, history: Sequence[Message], target: Resolved, learned: Learned, *,
+             runs: bool = True) -> tuple[int, Sequence[Message], list[PlannedMessage], int, tuple[Run, ...]]:
     """(window start, window, planned messages, open loop start, kept runs) through the memo:
     the session's kept runs that match the history stand for its first messages (``runs=False``:
     never), the scans reuse what the previous request's digests agree on, each other message is
