@@ -1,33 +1,37 @@
-"""Gateway overhead: turns/s and the latency the gateway adds over the agent loop itself.
+"""Gateway vs direct: the latency a gateway turn adds, throughput, CPU per turn and memory.
 
-Setup: the emulators in this process (zero latency: no delays, no faults), one
-``python -m hermes gateway`` subprocess on a temporary HERMES_HOME, route
+Setup: the emulators in this process (zero latency: no delays, no faults), route
 ``openai-responses`` (a turn = user message, a tool call, a tool result, an answer: two model
-calls and two store commits).
+calls and two store commits). Per run, three fresh child processes:
 
-For each concurrency level N (1, 16, 32) two runs of N sessions x TURNS turns each, with the
-same texts and the same history lengths:
+* **gateway** — ``python -m hermes gateway`` on a temporary HERMES_HOME;
+* **clients** — posts the turns to it over raw keep-alive sockets (its own process, so the
+  load generator's CPU is neither the gateway's nor the emulator's);
+* **direct** — the same turns through ``hermes.runtime.Runtime`` as the product builds them
+  (one store, one HTTP transport, ``Runtime.agent``: config's settings, the preflight token
+  estimate; one agent per session, each turn continuing from the history the last returned,
+  as the gateway's hot sessions give it). No HTTP, no lease, no hand-over to a thread: what
+  the gateway adds on top of this is what is measured.
 
-* **direct** — N threads in a child process running the turns on their own sessions through
-  ``hermes.runtime.Runtime`` as the product builds them (one store, one shared HTTP transport,
-  ``Runtime.agent`` — config's settings, the preflight token estimate — one agent per session
-  across its turns, each turn continuing from the history the last one returned, as the
-  gateway's hot sessions give it);
-* **gateway** — N threads in another child process posting the same turns to the gateway over
-  HTTP (its own process, so the clients' CPU does not share the emulator's GIL: the emulator
-  answers both runs alike).
+The children take commands on stdin, so direct and gateway are measured **alternately in
+the same minute**, never one long run after the other: this machine has 2 cores shared with
+other work, and its load moves between minutes. Each run:
 
-``added`` at a percentile is gateway latency minus direct latency at that percentile: HTTP,
-JSON, the session lock (database round trips), the worker-thread hop and route resolution.
+1. **32 sessions** x TURNS turns at once, direct and gateway one after the other (the order
+   alternates between runs): turns per second of each (the throughput ratio), CPU per turn
+   of the gateway process over the direct process, and then the gateway's peak RSS
+   (``VmHWM``) while it holds those 32 sessions hot (the direct process's, same sessions in
+   its own memory, beside it);
+2. **16 sessions** the same way: p99 of each, and p99 added = gateway p99 minus direct p99;
+3. **1 session in lock-step**: PAIRS turns, each a direct turn and a gateway turn back to
+   back (which goes first alternates), so both halves of a pair see the same machine. Added
+   latency at p50 is the median of the per-pair differences; CPU per turn of each process.
 
-Figures (one ``gateway <metric> <value>`` line each, for ``bench/run``): p50 added latency at
-1 session, p99 added at 16, p99 added at 32, throughput gateway / direct at 32 sessions (turns
-per second of each run over its own wall time), the gateway process's peak RSS after
-holding 32 sessions (``VmHWM``), and per level the CPU time per turn of the gateway process
-over that of the direct process: on a loaded shared machine wall-clock latencies swing by
-seconds between runs, CPU time per turn does not (the emulator's CPU is in neither).
+Wall-clock figures move with the machine's load; CPU time per turn does not (much): both
+are printed, and the load average before and after each run. The summary lines (for
+``bench/run``: ``gateway <metric> <median>``) give the median over the runs and the range.
 
-Run: ``PYTHONPATH=. python bench/gateway.py [--turns 20] [--levels 1,16,32]``.
+Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--pairs 100]``.
 """
 
 from __future__ import annotations
@@ -42,8 +46,9 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-import httpx
+import orjson
 
 ROUTE, MODEL, KEY = "openai-responses", "gpt-5", "sk-bench-0000000000"
 
@@ -90,61 +95,7 @@ def start_gateway(home: Path, allow: str, *args: str, env: dict[str, str] | None
     sys.exit("gateway did not start in 20 s")
 
 
-def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float], float, float]:
-    """In a child process, like the gateway: neither run shares this process's GIL with the
-    emulator, so the comparison is between equals."""
-    import orjson
-
-    out = subprocess.run([sys.executable, __file__, "--direct-worker", str(n), str(turns), emu_url, str(home)],
-                         capture_output=True, check=True, env={**os.environ, "OPENAI_API_KEY": KEY})
-    data = orjson.loads(out.stdout)
-    return data["lat"], data["wall"], data["cpu"]
-
-
-def direct_worker(n: int, turns: int, emu_url: str, home: Path) -> tuple[list[float], float, float]:
-    from hermes.runtime import Runtime
-    from hermes.store import Store
-    from hermes.tools import ToolContext, load_toolbox
-    from hermes.transport import Transport
-
-    store = Store(home / "direct.db")
-    runtime = Runtime.load(store=store, transport=Transport())
-    resolved = runtime.route(provider=ROUTE, model=MODEL, base_url=emu_url)
-    key = runtime.key(resolved)
-    toolbox = load_toolbox(ToolContext(allow_commands=False))
-    sids = [runtime.create(resolved, base_url=emu_url) for _ in range(n)]
-    warm = runtime.create(resolved, base_url=emu_url)
-    for j in range(3):  # imports, the connection pool: the gateway was warmed up the same way
-        runtime.agent(toolbox, api_key=key).run_turn(warm, f"warm {j}", resolved)  # + the tokenizer's load
-
-    def worker(sid: str) -> list[float]:
-        agent = runtime.agent(toolbox, api_key=key)
-        history = store.load(sid)
-        out = []
-        for j in range(turns):
-            t = time.perf_counter()
-            history = agent.run_turn(sid, f"turn {j}", resolved, history=history).history
-            out.append(time.perf_counter() - t)
-        return out
-
-    started, cpu = time.perf_counter(), time.process_time()
-    with ThreadPoolExecutor(n) as pool:
-        lat = [x for xs in pool.map(worker, sids) for x in xs]
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    assert runtime.transport is not None
-    runtime.transport.close()
-    store.close()
-    return lat, wall, cpu
-
-
-def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float], float, float]:
-    """In a child process too (see ``gateway_clients``)."""
-    import orjson
-
-    out = subprocess.run([sys.executable, __file__, "--client-worker", str(n), str(turns), emu_url, base],
-                         capture_output=True, check=True)
-    data = orjson.loads(out.stdout)
-    return data["lat"], data["wall"], data["cpu"]
+# ----------------------------------------------------------------------------- the two sides
 
 
 class Conn:
@@ -187,109 +138,287 @@ class Conn:
         self.sock.close()
 
 
-def gateway_clients(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float], float, float]:
-    import orjson
+class Side:
+    """One side of the comparison in a child process: ``new(n)`` makes n fresh sessions,
+    ``turn(i, j)`` runs turn j on session i and returns its latency in seconds."""
 
-    with httpx.Client(base_url=base, timeout=120) as c:
-        sids = [c.post("/v1/sessions", json={"provider": ROUTE, "model": MODEL, "base_url": emu_url}).json()["id"]
-                for _ in range(n)]
+    def new(self, n: int) -> None:
+        raise NotImplementedError
 
-    def worker(sid: str) -> list[float]:
-        out = []
-        conn = Conn(base)
-        try:
-            for j in range(turns):
-                body = orjson.dumps({"content": f"turn {j}"})
-                t = time.perf_counter()
-                status, text = conn.post(f"/v1/sessions/{sid}/messages", body)
-                out.append(time.perf_counter() - t)
-                if status != 200:
-                    raise SystemExit(f"gateway turn failed: {status} {text!r}")
-        finally:
-            conn.close()
-        return out
+    def turn(self, i: int, j: int) -> float:
+        raise NotImplementedError
 
-    started, cpu = time.perf_counter(), time.process_time()
-    with ThreadPoolExecutor(n) as pool:
-        lat = [x for xs in pool.map(worker, sids) for x in xs]
-    return lat, time.perf_counter() - started, time.process_time() - cpu
+    def burst(self, turns: int) -> dict[str, Any]:
+        """Every session ``turns`` turns, all sessions at once (a thread each)."""
+        def worker(i: int) -> list[float]:
+            return [self.turn(i, j) for j in range(turns)]
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(self.sessions) as pool:
+            lat = [x for xs in pool.map(worker, range(self.sessions)) for x in xs]
+        return {"lat": lat, "wall": time.perf_counter() - started}
+
+    sessions = 0
+
+
+class Direct(Side):
+    def __init__(self, emu_url: str, home: Path) -> None:
+        from hermes.runtime import Runtime
+        from hermes.store import Store
+        from hermes.tools import ToolContext, load_toolbox
+        from hermes.transport import Transport
+
+        self.url = emu_url
+        self.store = Store(home / "direct.db")
+        self.runtime = Runtime.load(store=self.store, transport=Transport())
+        self.resolved = self.runtime.route(provider=ROUTE, model=MODEL, base_url=emu_url)
+        self.key = self.runtime.key(self.resolved)
+        self.toolbox = load_toolbox(ToolContext(allow_commands=False))
+        self.new(1)
+        for j in range(3):  # imports, the connection pool, the tokenizer: the gateway is warmed the same way
+            self.turn(0, j)
+
+    def new(self, n: int) -> None:
+        self.sessions = n
+        self.sids = [self.runtime.create(self.resolved, base_url=self.url) for _ in range(n)]
+        self.agents = [self.runtime.agent(self.toolbox, api_key=self.key) for _ in range(n)]
+        self.histories: list[Any] = [[] for _ in range(n)]
+
+    def turn(self, i: int, j: int) -> float:
+        t = time.perf_counter()
+        self.histories[i] = self.agents[i].run_turn(self.sids[i], f"turn {j}", self.resolved,
+                                                    history=self.histories[i]).history
+        return time.perf_counter() - t
+
+
+class Clients(Side):
+    def __init__(self, emu_url: str, base: str) -> None:
+        self.url, self.base = emu_url, base
+        self.conns: list[Conn] = []
+        self.new(1)
+        for j in range(3):
+            self.turn(0, j)
+
+    def new(self, n: int) -> None:
+        """n sessions, a connection each (opened now: the gateway closes one idle past its
+        header deadline, 10 s, which a burst of the other side can outlast)."""
+        for c in self.conns:
+            c.close()
+        control = Conn(self.base)
+        body = orjson.dumps({"provider": ROUTE, "model": MODEL, "base_url": self.url})
+        self.sessions = n
+        self.paths = [f"/v1/sessions/{orjson.loads(control.post('/v1/sessions', body)[1])['id']}/messages"
+                      for _ in range(n)]
+        control.close()
+        self.conns = [Conn(self.base) for _ in range(n)]
+
+    def burst(self, turns: int) -> dict[str, Any]:
+        self.new(self.sessions)
+        return super().burst(turns)
+
+    def turn(self, i: int, j: int) -> float:
+        body = orjson.dumps({"content": f"turn {j}"})
+        t = time.perf_counter()
+        status, text = self.conns[i].post(self.paths[i], body)
+        took = time.perf_counter() - t
+        if status != 200:
+            raise SystemExit(f"gateway turn failed: {status} {text!r}")
+        return took
+
+
+def serve_side(side: Side) -> None:
+    """The child's loop: one JSON command per stdin line, one JSON answer per stdout line."""
+    out = sys.stdout
+    out.write("{}\n")
+    out.flush()
+    for line in sys.stdin:
+        cmd = orjson.loads(line)
+        if cmd["op"] == "new":
+            side.new(cmd["n"])
+            answer: dict[str, Any] = {}
+        elif cmd["op"] == "turn":
+            answer = {"lat": side.turn(0, cmd["j"])}
+        else:
+            answer = side.burst(cmd["turns"])
+        out.write(orjson.dumps(answer).decode() + "\n")
+        out.flush()
+
+
+class Child:
+    """A ``Side`` in a child process of this script, driven over its stdin/stdout."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--side", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env={**os.environ, "OPENAI_API_KEY": KEY})
+        self._read()  # ready: imported and warmed up
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def ask(self, **cmd: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(orjson.dumps(cmd) + b"\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"a bench child exited ({self.proc.wait()})")
+        data: dict[str, Any] = orjson.loads(line)
+        return data
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float], float, float]:
+    """One burst of n sessions x turns in a fresh direct child: (latencies, wall, CPU seconds)."""
+    child = Child("direct", emu_url, str(home))
+    try:
+        child.ask(op="new", n=n)
+        cpu = cpu_seconds(child.pid)
+        data = child.ask(op="burst", turns=turns)
+        cpu = cpu_seconds(child.pid) - cpu
+    finally:
+        child.close()
+    return data["lat"], data["wall"], cpu
+
+
+def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float], float, float]:
+    """One burst against the gateway at ``base`` from a fresh clients child: (latencies, wall,
+    the clients' CPU seconds)."""
+    child = Child("clients", emu_url, base)
+    try:
+        child.ask(op="new", n=n)
+        cpu = cpu_seconds(child.pid)
+        data = child.ask(op="burst", turns=turns)
+        cpu = cpu_seconds(child.pid) - cpu
+    finally:
+        child.close()
+    return data["lat"], data["wall"], cpu
+
+
+# ----------------------------------------------------------------------------- one run
+
+
+def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int) -> dict[str, float]:
+    home = root / f"run{run}"
+    home.mkdir()
+    gw, base = start_gateway(home, allow)
+    direct = Child("direct", url, str(home))
+    clients = Child("clients", url, base)
+    pids = {"direct": direct.pid, "gateway": gw.pid}
+    sides = {"direct": direct, "gateway": clients}
+    order = ("direct", "gateway") if run % 2 == 0 else ("gateway", "direct")
+    out: dict[str, float] = {"load_before": os.getloadavg()[0]}
+    try:
+        for n in (32, 16):
+            for name in order:
+                sides[name].ask(op="new", n=n)
+            for name in order:
+                cpu, emu = cpu_seconds(pids[name]), time.process_time()
+                data = sides[name].ask(op="burst", turns=turns)
+                cpu, emu = cpu_seconds(pids[name]) - cpu, time.process_time() - emu
+                lat = data["lat"]
+                out[f"{name}_tps_{n}"] = len(lat) / data["wall"]
+                out[f"{name}_p50_{n}"] = pct(lat, 50) * 1000
+                out[f"{name}_p99_{n}"] = pct(lat, 99) * 1000
+                out[f"{name}_cpu_{n}"] = cpu / len(lat) * 1000
+                out[f"{name}_emu_cpu_{n}"] = emu / len(lat) * 1000
+            if n == 32:  # both now hold 32 sessions (and their one warm-up session)
+                out["gateway_rss_32"] = peak_rss_mb(gw.pid) or 0.0
+                out["direct_rss_32"] = peak_rss_mb(direct.pid) or 0.0
+        for name in order:
+            sides[name].ask(op="new", n=1)
+        cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        lat: dict[str, list[float]] = {"direct": [], "gateway": []}
+        for j in range(pairs):
+            for name in (order if j % 2 == 0 else order[::-1]):
+                lat[name].append(sides[name].ask(op="turn", j=j)["lat"])
+        for name, pid in pids.items():
+            out[f"{name}_cpu_1"] = (cpu_seconds(pid) - cpu[name]) / pairs * 1000
+            out[f"{name}_p50_1"] = pct(lat[name], 50) * 1000
+        out["added_p50_1"] = statistics.median(g - d for g, d in zip(lat["gateway"], lat["direct"], strict=True)) * 1000
+    finally:
+        for child in (clients, direct):
+            child.close()
+        gw.terminate()
+        gw.wait(timeout=30)
+    out["load_after"] = os.getloadavg()[0]
+    out["added_p99_16"] = out["gateway_p99_16"] - out["direct_p99_16"]
+    out["added_p50_32"] = out["gateway_p50_32"] - out["direct_p50_32"]
+    out["throughput_32"] = out["gateway_tps_32"] / out["direct_tps_32"]
+    for n in (1, 16, 32):
+        out[f"cpu_ratio_{n}"] = out[f"gateway_cpu_{n}"] / out[f"direct_cpu_{n}"]
+    return out
+
+
+def spread(values: list[float], fmt: str) -> str:
+    lo, hi = min(values), max(values)
+    return f"{statistics.median(values):{fmt}}  (median of {len(values)} runs; range {lo:{fmt}} … {hi:{fmt}})"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--turns", type=int, default=20, help="turns per session (default 20)")
-    ap.add_argument("--levels", default="1,16,32")
-    ap.add_argument("--direct-worker", nargs=4, help=argparse.SUPPRESS)
-    ap.add_argument("--client-worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--turns", type=int, default=20, help="turns per session at 16 and 32 sessions (default 20)")
+    ap.add_argument("--pairs", type=int, default=100, help="lock-step turn pairs at 1 session (default 100)")
+    ap.add_argument("--side", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.client_worker:
-        import orjson
-
-        n, turns, url, base = args.client_worker
-        lat, wall, cpu = gateway_clients(base, url, int(n), int(turns))
-        sys.stdout.write(orjson.dumps({"lat": lat, "wall": wall, "cpu": cpu}).decode())
-        return
-    if args.direct_worker:
-        import orjson
-
-        n, turns, url, home_dir = args.direct_worker
-        lat, wall, cpu = direct_worker(int(n), int(turns), url, Path(home_dir))
-        sys.stdout.write(orjson.dumps({"lat": lat, "wall": wall, "cpu": cpu}).decode())
+    if args.side:
+        kind, url, where = args.side
+        serve_side(Direct(url, Path(where)) if kind == "direct" else Clients(url, where))
         return
     from hermes.emulate import Emulator
 
-    home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
-    os.environ["HERMES_HOME"] = str(home)
+    root = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
+    os.environ["HERMES_HOME"] = str(root)
+    runs = []
     with Emulator([ROUTE]) as emu:
         url = emu.url(ROUTE)
-        proc, base = start_gateway(home, emu.root)
-        try:
-            run_gateway(base, url, 2, 3)  # warm-up: imports, connections, the HTTP pool
-            rows, others = [], []
-            for n in (int(x) for x in args.levels.split(",")):
-                e_cpu = time.process_time()
-                d_lat, d_wall, d_cpu = run_direct(url, home, n, args.turns)
-                e_cpu, g_cpu = time.process_time() - e_cpu, cpu_seconds(proc.pid)
-                ge_cpu = time.process_time()
-                g_lat, g_wall, c_cpu = run_gateway(base, url, n, args.turns)
-                g_cpu, ge_cpu = cpu_seconds(proc.pid) - g_cpu, time.process_time() - ge_cpu
-                turns = n * args.turns
-                others.append((n, e_cpu / turns * 1000, ge_cpu / turns * 1000, c_cpu / turns * 1000))
-                ms = {p: (pct(g_lat, p) - pct(d_lat, p)) * 1000 for p in (50, 99)}
-                rows.append((n, len(d_lat) / d_wall, len(g_lat) / g_wall, pct(d_lat, 50) * 1000,
-                             pct(g_lat, 50) * 1000, pct(d_lat, 99) * 1000, pct(g_lat, 99) * 1000, ms[50], ms[99],
-                             statistics.mean(g_lat) * 1000 - statistics.mean(d_lat) * 1000,
-                             d_cpu / len(d_lat) * 1000, g_cpu / len(g_lat) * 1000))
-            rss_mb = peak_rss_mb(proc.pid)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-    print(f"gateway bench: {ROUTE} emulator (zero latency), {args.turns} turns per session, "
-          "2 model calls + 2 commits per turn")
-    head = ("sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99", "added p50", "added p99",
-            "added mean", "direct cpu", "gw cpu")
-    print("  ".join(f"{h:>10}" for h in head))
-    for row in rows:
-        print("  ".join(f"{row[0]:>10}" if i == 0 else f"{v:>10.1f}" for i, v in enumerate(row)))
-    print("(latencies in ms; added = gateway minus direct Agent.run_turn at the same percentile; "
-          "cpu = CPU ms per turn of the gateway process / the direct process, which does not move with load)")
-    by = {r[0]: r for r in rows}
-    if 1 in by:
-        print(f"gateway p50_added_ms_1 {by[1][7]:.2f}")
-    if 16 in by:
-        print(f"gateway p99_added_ms_16 {by[16][8]:.1f}")
-    if rss_mb:
-        print(f"gateway rss_mb_32 {rss_mb:.1f}  (peak RSS of the gateway process after the runs)")
-    for r in rows:
-        print(f"gateway cpu_per_turn_ratio_{r[0]} {r[11] / r[10]:.2f}  (gateway / direct CPU per turn)")
-    for n, e_d, e_g, c in others:
-        print(f"  ({n} sessions: emulator CPU per turn {e_d:.1f} ms in the direct run, {e_g:.1f} ms in the gateway "
-              f"run; the clients' {c:.2f} ms)")
-    last = by.get(32, rows[-1])
-    print(f"gateway throughput_ratio_32 {last[2] / last[1]:.2f}  (gateway / direct turns per second)")
-    if last[8] < 0:
-        print(f"(added p99 at {last[0]} is {last[8]:.1f} ms: below this machine's run-to-run noise)")
-    print(f"gateway p99_overhead_ms_32 {last[8]:.1f}")
+        for r in range(args.runs):
+            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs))
+    print(f"gateway bench: {ROUTE} emulator (zero latency), a turn = 2 model calls + 2 commits; "
+          f"{args.turns} turns per session at 16 and 32 sessions, {args.pairs} lock-step pairs at 1")
+    cols = ("run", "load", "sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99",
+            "direct cpu", "gw cpu")
+    print("  ".join(f"{c:>10}" for c in cols))
+    for i, r in enumerate(runs, 1):
+        load = f"{r['load_before']:.1f}-{r['load_after']:.1f}"
+        for n in (1, 16, 32):
+            row = [f"{i:>10}", f"{load:>10}", f"{n:>10}"]
+            for key in ("tps", "p50", "p99"):
+                for side in ("direct", "gateway"):
+                    v = r.get(f"{side}_{key}_{n}")
+                    row.append(f"{v:>10.1f}" if v is not None else f"{'':>10}")
+            row += [f"{r[f'direct_cpu_{n}']:>10.2f}", f"{r[f'gateway_cpu_{n}']:>10.2f}"]
+            print("  ".join(row))
+    print("(ms; t/s = turns per second over the burst's wall time; cpu = CPU ms per turn of the direct process / "
+          "the gateway process, which moves far less with the machine's load than wall time; at 1 session the "
+          "turns run in lock-step pairs, so there is no throughput)")
+    for i, r in enumerate(runs, 1):
+        print(f"  run {i}: emulator CPU per turn at 32 sessions {r['direct_emu_cpu_32']:.1f} ms (direct) vs "
+              f"{r['gateway_emu_cpu_32']:.1f} ms (gateway): it answers both alike; peak RSS holding 32 sessions: "
+              f"gateway {r['gateway_rss_32']:.1f} MiB, direct {r['direct_rss_32']:.1f} MiB")
+    col = {k: [r[k] for r in runs] for k in runs[0]}
+    print(f"gateway p50_added_ms_1 {spread(col['added_p50_1'], '.2f')}  "
+          "[median of per-pair differences, gateway − direct, 1 session; target ≤ 2 ms]")
+    print(f"gateway throughput_ratio_32 {spread(col['throughput_32'], '.2f')}  "
+          "[gateway / direct turns per second, 32 sessions; target ≥ 0.9]")
+    print(f"gateway p99_added_ms_16 {spread(col['added_p99_16'], '.1f')}  [gateway p99 − direct p99, 16 sessions]")
+    print(f"gateway p50_added_ms_32 {spread(col['added_p50_32'], '.1f')}  [gateway p50 − direct p50, 32 sessions]")
+    for n in (1, 16, 32):
+        print(f"gateway cpu_per_turn_ratio_{n} {spread(col[f'cpu_ratio_{n}'], '.2f')}  "
+              f"[gateway / direct CPU per turn, {n} session{'s' if n > 1 else ''}]")
+    print(f"gateway rss_mb_32 {spread(col['gateway_rss_32'], '.1f')}  "
+          f"[gateway peak RSS holding 32 hot sessions; the direct process {spread(col['direct_rss_32'], '.1f')}]")
+    loads = [x for r in runs for x in (r["load_before"], r["load_after"])]
+    print(f"(load average during the runs {min(loads):.1f}–{max(loads):.1f} on {os.cpu_count()} cores)")
 
 
 if __name__ == "__main__":

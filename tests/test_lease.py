@@ -17,6 +17,7 @@ import pytest
 from _cli import cli
 from test_store import count, reopen
 
+from hermes.errors import StoreError
 from hermes.messages import Message, Text
 from hermes.store import Store
 from hermes.store.lease import Fenced, Lease, LeaseBusy, LeaseLost, hold_lease
@@ -68,6 +69,25 @@ def test_fencing_tokens_only_grow_and_renewals_keep_theirs(store: Any) -> None:
     assert store.load(sid) == []
     other = store.create_session(provider="p", model="m")
     assert store.acquire_lease(other, "a", 30) == 1  # per session
+
+
+def test_lease_session_takes_the_lease_and_reads_the_row_in_one_transaction(store: Any) -> None:
+    """What a gateway turn takes: the fence acquire_lease would give, and the row as it is
+    under that lease (its counts are the version hot sessions are checked against)."""
+    sid = store.create_session(provider="p", model="m", title="t")
+    store.append_turn(sid, step(1))
+    fence, row = store.lease_session(sid, "a", 30)
+    assert fence == 1 and row == store.get_session(sid)
+    assert (row.id, row.title, row.message_count, row.turn_count) == (sid, "t", 2, 1)
+    assert store.lease_session(sid, "b", 30) is None  # held by a: refused, nothing read
+    assert store.append_turn(sid, step(2), fence=Lease(sid, "a", fence)) == 2
+    assert store.lease_session(sid, "a", 30) == (fence, store.get_session(sid))  # a renewal keeps its token
+    assert store.get_session(sid).message_count == 4
+    assert store.release_lock(sid, "a")
+    fence_b, _ = store.lease_session(sid, "b", 30)
+    assert fence_b == fence + 1
+    with pytest.raises(StoreError, match="unknown session"):
+        store.lease_session("no-such-session", "a", 30)
 
 
 def test_fenced_view_fences_only_its_session(store: Any) -> None:

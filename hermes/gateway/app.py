@@ -181,13 +181,13 @@ class GatewayState:
         return info, resolved
 
     def run_turn(self, req: TurnRequest, on_event: EventSink | None, take: Take) -> dict[str, Any]:
-        """The whole turn, in one worker-thread call: checks, the lease (``take``), the session's
-        row read under it — the version the hot entry is validated against — then the agent loop
+        """The whole turn, in one worker-thread call: checks, the lease (``take``) and the
+        session's row read in its transaction — the version the hot entry is validated
+        against — then the agent loop
         (its steps commit through ``Fenced``: refused if another worker took the lease over).
         The route is chosen again only when the row or the request says it may have changed."""
         info, resolved = self.prepare(req)
-        lease = take()
-        fresh = self.store.get_session(req.session_id)
+        lease, fresh = take()
         if (fresh.provider, fresh.model, fresh.base_url) != (info.provider, info.model, info.base_url) or (
                 req.provider or req.model or req.base_url):
             resolved = self.switch(fresh, req)

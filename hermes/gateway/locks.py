@@ -20,7 +20,7 @@ Two ways to hold a session:
 
 * ``run(session_id, attempt)`` — a turn. The local lock is taken on the event loop; then
   *one* worker-thread call does everything else: ``attempt(take)`` runs its checks, calls
-  ``take()`` (one lease transaction), runs the turn and releases the lease (one more) before
+  ``take()`` (one lease transaction, which also reads the session's row), runs the turn and releases the lease (one more) before
   it returns. Only a lease another process holds costs more: ``take`` says so, the call
   returns, and the loop polls again after a backoff without holding a thread.
 * ``async with hold(session_id) as lease`` — the same lease around async code (``/compress``).
@@ -53,14 +53,15 @@ from ..logs import log_event
 from ..store.lease import Lease
 
 if TYPE_CHECKING:
-    from ..store import SessionStore
+    from ..store import SessionInfo, SessionStore
 
 __all__ = ["Busy", "SessionLocks", "Take"]
 
 T = TypeVar("T")
-Take = Callable[[], Lease]
-"""Take the session's store lease now, on the worker thread (held by another process: the
-attempt is abandoned before it wrote anything and ``run`` polls again)."""
+Take = Callable[[], tuple[Lease, "SessionInfo"]]
+"""Take the session's store lease now, on the worker thread, with the session's row read in
+the same transaction (held by another process: the attempt is abandoned before it wrote
+anything and ``run`` polls again)."""
 
 
 class _Retry(BaseException):
@@ -147,16 +148,16 @@ class SessionLocks:
         def once() -> T:
             held: list[Lease] = []
 
-            def take() -> Lease:
+            def take() -> tuple[Lease, SessionInfo]:
                 owner = f"{self.prefix}:{next(self._seq)}"
-                fence = self.store.acquire_lease(session_id, owner, self.ttl_s)
-                if fence is None:
+                got = self.store.lease_session(session_id, owner, self.ttl_s)
+                if got is None:
                     raise _Retry
-                lease = Lease(session_id, owner, int(fence))
+                lease = Lease(session_id, owner, int(got[0]))
                 with self._held_lock:
                     self._held[owner] = session_id
                 held.append(lease)
-                return lease
+                return lease, got[1]
 
             try:
                 return attempt(take)

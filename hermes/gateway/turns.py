@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
 from ..resolve import Resolved
+from ..store import SessionInfo
 from ..store.lease import Lease
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 from .locks import SessionLocks, Take
@@ -94,6 +96,33 @@ class TurnJob:
     held: bool = False
     """Set on the worker thread once the lease is held; read on the loop after the call returns."""
 
+    def _batched_sink(self, loop: asyncio.AbstractEventLoop) -> GatewaySink:
+        """A sink for the worker thread that wakes the event loop once per batch, not once per
+        event: a streamed turn's deltas arrive faster than the loop takes them (each wake-up
+        is a ``call_soon_threadsafe``, a write to the loop's wake-up pipe and a GIL hand-over).
+        Events are appended under a lock; only the append that finds the batch empty posts a
+        callback, which moves the whole batch to the queue in order. Order against the turn's
+        other callbacks is kept: a batch's callback is posted before anything the worker posts
+        after its events."""
+        pending: list[tuple[str, dict[str, Any]]] = []
+        lock = threading.Lock()
+
+        def flush() -> None:
+            with lock:
+                batch = pending.copy()
+                pending.clear()
+            for item in batch:
+                self.queue.put_nowait(item)
+
+        def sink(event: str, data: dict[str, Any]) -> None:
+            with lock:
+                pending.append((event, data))
+                first = len(pending) == 1
+            if first:
+                loop.call_soon_threadsafe(flush)
+
+        return sink
+
     def _locked(self) -> None:
         if not self.locked.done():
             self.locked.set_result(None)
@@ -102,18 +131,15 @@ class TurnJob:
         loop = asyncio.get_running_loop()
         on_event: EventSink | None = None
         if self.events:
-            def sink(event: str, data: dict[str, Any]) -> None:
-                loop.call_soon_threadsafe(self.queue.put_nowait, (event, data))
-
-            on_event = event_mapper(sink)
+            on_event = event_mapper(self._batched_sink(loop))
 
         def attempt(take: Take) -> dict[str, Any]:
-            def taking() -> Lease:
-                lease = take()
+            def taking() -> tuple[Lease, SessionInfo]:
+                got = take()
                 self.held = True
                 if self.events:  # queued before any event of the turn: the order is kept
                     loop.call_soon_threadsafe(self._locked)
-                return lease
+                return got
 
             return self.work(on_event, taking)
 

@@ -37,9 +37,9 @@ from . import ledger
 from .codec import part_from_row, part_to_row, stored_message
 from .lease import Lease, check_fence
 from .opening import explain, open_db
-from .records import Capability
+from .records import Capability, SessionInfo
 from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
-from .shared import SharedMethods
+from .shared import _INFO_ONE, SharedMethods
 
 __all__ = ["Store"]
 
@@ -432,27 +432,37 @@ class Store(SharedMethods):
         no longer current (``hermes.store.lease``).
         """
         with self._write("lock a session") as c:
-            row = c.execute(
-                "SELECT s.lease_fence, l.owner, l.expires, l.fence FROM sessions s"
-                " LEFT JOIN session_locks l ON l.session_id = s.id WHERE s.id = ?",
-                (session_id,),
-            ).fetchone()
-            if row is None:
-                raise self._unknown(session_id)
-            counter, held_by, expires, fence = row
-            now = time.time()
-            if held_by is not None and held_by != owner and expires > now:
-                return None
-            if held_by != owner:
-                fence = counter + 1
-                c.execute("UPDATE sessions SET lease_fence = ? WHERE id = ?", (fence, session_id))
-            c.execute(
-                "INSERT INTO session_locks (session_id, owner, expires, fence) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
-                " expires = excluded.expires, fence = excluded.fence",
-                (session_id, owner, now + ttl_s, fence),
-            )
-            return int(fence)
+            return self._lease(c, session_id, owner, ttl_s)
+
+    def lease_session(self, session_id: str, owner: str, ttl_s: float) -> tuple[int, SessionInfo] | None:
+        """:meth:`acquire_lease` and the session's row, read in the same transaction (a gateway
+        turn needs both: one transaction instead of two)."""
+        with self._write("lock a session") as c:
+            fence = self._lease(c, session_id, owner, ttl_s)
+            return None if fence is None else (fence, SessionInfo(*c.execute(_INFO_ONE, (session_id,)).fetchone()))
+
+    def _lease(self, c: sqlite3.Connection, session_id: str, owner: str, ttl_s: float) -> int | None:
+        row = c.execute(
+            "SELECT s.lease_fence, l.owner, l.expires, l.fence FROM sessions s"
+            " LEFT JOIN session_locks l ON l.session_id = s.id WHERE s.id = ?",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise self._unknown(session_id)
+        counter, held_by, expires, fence = row
+        now = time.time()
+        if held_by is not None and held_by != owner and expires > now:
+            return None
+        if held_by != owner:
+            fence = counter + 1
+            c.execute("UPDATE sessions SET lease_fence = ? WHERE id = ?", (fence, session_id))
+        c.execute(
+            "INSERT INTO session_locks (session_id, owner, expires, fence) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
+            " expires = excluded.expires, fence = excluded.fence",
+            (session_id, owner, now + ttl_s, fence),
+        )
+        return int(fence)
 
     def lease_holder(self, session_id: str) -> str | None:
         """The owner of the session's unexpired lease, if any."""
