@@ -28,7 +28,6 @@ the server's environment (``keys.find_key``), never from a request. See docs/sec
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -72,6 +71,7 @@ from .http import (
 from .http import field as body_field
 from .idempotency import IdempotencyCache
 from .locks import SessionLocks, Take
+from .threads import TurnThreads
 from .turns import TurnJob, TurnRequest, describe, openai_usage
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
@@ -118,7 +118,7 @@ class GatewayState:
     auth_failures: AuthThrottle = field(init=False)
     limiter: anyio.CapacityLimiter = field(init=False)
     """Bounds the other blocking calls (``/compress``, session views) on anyio's threads."""
-    pool: concurrent.futures.ThreadPoolExecutor = field(init=False)
+    pool: TurnThreads = field(init=False)
     """The turns' worker threads (``options.workers`` of them; see ``SessionLocks.run``)."""
     jobs: set[asyncio.Task[Any]] = field(default_factory=set)
     transport: Transport = field(init=False)
@@ -140,7 +140,7 @@ class GatewayState:
             ToolContext(allow_commands=False, read_roots=roots))
         self.locks = SessionLocks(self.store, ttl_s=self.options.lock_ttl_s, wait_s=self.options.lock_wait_s)
         self.limiter = anyio.CapacityLimiter(self.options.workers)
-        self.pool = concurrent.futures.ThreadPoolExecutor(self.options.workers, thread_name_prefix="hermes-turn")
+        self.pool = TurnThreads(self.options.workers)
         self.idempotency = IdempotencyCache()
         self.auth_failures = AuthThrottle()
 
@@ -419,7 +419,7 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         yield
         await state.drain()
         state.locks.close()
-        state.pool.shutdown(wait=True)
+        state.pool.shutdown()
         state.transport.close()
 
     routes = [

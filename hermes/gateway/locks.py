@@ -33,7 +33,6 @@ never bring back a lease its turn has already released.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import itertools
 import os
@@ -54,6 +53,7 @@ from ..store.lease import Lease
 
 if TYPE_CHECKING:
     from ..store import SessionInfo, SessionStore
+    from .threads import TurnThreads
 
 __all__ = ["Busy", "SessionLocks", "Take"]
 
@@ -131,16 +131,16 @@ class SessionLocks:
             if local.users == 0:
                 self._local.pop(session_id, None)
 
-    async def run(self, session_id: str, attempt: Callable[[Take], T], *, pool: concurrent.futures.Executor,
+    async def run(self, session_id: str, attempt: Callable[[Take], T], *, pool: TurnThreads,
                   wait_s: float | None = None) -> T:
         """``attempt(take)`` on a thread of ``pool``, in this process's queue for the session: it
         must call ``take()`` before it writes anything; the lease it gets is released when
         ``attempt`` returns or raises (still on its thread). Busy after ``wait_s``.
 
-        ``pool`` is a plain executor, not anyio's worker threads: the hand-over skips anyio's
-        capacity limiter, cancel scope and checkpoint (about 0.1 ms of event-loop CPU a turn,
-        measured), and a turn is what a gateway does many times a second. Its size bounds the
-        turns running at once."""
+        ``pool`` is the gateway's own threads (``threads.TurnThreads``), not anyio's: the
+        hand-over skips anyio's capacity limiter, cancel scope and checkpoint, and the chained
+        futures of ``run_in_executor`` — a turn is what a gateway does many times a second.
+        Its size bounds the turns running at once."""
         deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.create_task(self._renew_held())
@@ -171,7 +171,7 @@ class SessionLocks:
         async with self._local_turn(session_id, deadline):
             while True:
                 try:
-                    return await _uncancelled(asyncio.get_running_loop().run_in_executor(pool, once))
+                    return await _uncancelled(pool.submit(once))
                 except _Retry:
                     pass
                 left = deadline - time.monotonic()

@@ -16,7 +16,6 @@ complete), ``tool_result``, ``learned``, then ``done`` with the final JSON or ``
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from ..store import SessionInfo
 from ..store.lease import Lease
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 from .locks import SessionLocks, Take
+from .threads import TurnThreads
 
 __all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "openai_usage"]
 
@@ -88,7 +88,7 @@ class TurnJob:
     locks: SessionLocks
     request: TurnRequest
     work: Callable[[EventSink | None, Take], dict[str, Any]]
-    pool: concurrent.futures.Executor
+    pool: TurnThreads
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     wait_s: float | None = None
