@@ -10,6 +10,7 @@ turn is cut between its store writes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import os
 import signal
@@ -195,7 +196,7 @@ def serve(store: SessionStore, config: Config, *, host: str, port: int, options:
     check_bind(host, options.token)
     sock = sock or bind(host, port)
     actual = sock.getsockname()[1]
-    app = create_app(store, config, options)
+    app = create_app(store, config, dataclasses.replace(options, freeze_after_first_turn=True))
     server = uvicorn.Server(uvicorn_config(app, options, log_level=log_level, graceful_s=graceful_s))
     shown = f"[{host}]" if ":" in host else host
     run_announced(server, sock, f"hermes gateway listening on http://{shown}:{actual}"
