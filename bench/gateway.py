@@ -355,6 +355,7 @@ def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int) 
     out["throughput_32"] = out["gateway_tps_32"] / out["direct_tps_32"]
     for n in (1, 16, 32):
         out[f"cpu_ratio_{n}"] = out[f"gateway_cpu_{n}"] / out[f"direct_cpu_{n}"]
+    out["cpu_added_1"] = out["gateway_cpu_1"] - out["direct_cpu_1"]
     return out
 
 
@@ -408,6 +409,9 @@ def main() -> None:
     col = {k: [r[k] for r in runs] for k in runs[0]}
     print(f"gateway p50_added_ms_1 {spread(col['added_p50_1'], '.2f')}  "
           "[median of per-pair differences, gateway − direct, 1 session; target ≤ 2 ms]")
+    print(f"gateway cpu_added_ms_1 {spread(col['cpu_added_1'], '.2f')}  "
+          "[gateway CPU per turn − direct CPU per turn, 1 session: the part of the added latency that is work, "
+          "not waiting for a core]")
     print(f"gateway throughput_ratio_32 {spread(col['throughput_32'], '.2f')}  "
           "[gateway / direct turns per second, 32 sessions; target ≥ 0.9]")
     print(f"gateway p99_added_ms_16 {spread(col['added_p99_16'], '.1f')}  [gateway p99 − direct p99, 16 sessions]")

@@ -9,13 +9,14 @@ into the event-loop thread and the worker threads (``/proc/PID/task``), the wall
 at p50 and a bare ``GET /healthz`` for the HTTP stack's floor. CPU time does not move with the
 load of a shared machine; the wall figure does.
 
-    PYTHONPATH=. python bench/gateway_overhead.py [--turns 1000]
+    PYTHONPATH=. python bench/gateway_overhead.py [--turns 1000] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -53,47 +54,60 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return out
 
 
+def one_run(url: str, allow: str, turns: int) -> dict[str, float]:
+    """A fresh gateway, warmed up, then ``turns`` null turns and as many ``GET /healthz``."""
+    home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
+    proc, base = start_gateway(home, allow, launcher=("-c", NULL_TURN))
+    try:
+        conn = Conn(base)
+        _, body = conn.post("/v1/sessions", orjson.dumps({"provider": ROUTE, "model": MODEL, "base_url": url}))
+        path = f"/v1/sessions/{orjson.loads(body)['id']}/messages"
+        for j in range(50):  # warm-up: imports, the first lease, the hot entry
+            conn.post(path, orjson.dumps({"content": f"warm {j}"}))
+        cpu, threads, lat = cpu_seconds(proc.pid), thread_cpu(proc.pid), []
+        for j in range(turns):
+            t = time.perf_counter()
+            status, text = conn.post(path, orjson.dumps({"content": f"turn {j}"}))
+            lat.append(time.perf_counter() - t)
+            if status != 200:
+                raise SystemExit(f"gateway turn failed: {status} {text!r}")
+        cpu, after = cpu_seconds(proc.pid) - cpu, thread_cpu(proc.pid)
+        health_cpu = cpu_seconds(proc.pid)
+        host = base.removeprefix("http://").rstrip("/")
+        for _ in range(turns):
+            conn.sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            conn.read_response()
+        health_cpu = cpu_seconds(proc.pid) - health_cpu
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {"loop": (after["loop"] - threads["loop"]) / turns * 1e3,
+            "workers": (after["workers"] - threads["workers"]) / turns * 1e3,
+            "health": health_cpu / turns * 1e3, "wall_p50": pct(lat, 50) * 1e3, "cpu": cpu / turns * 1e3}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     from hermes.emulate import Emulator
 
-    home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
     with Emulator([ROUTE]) as emu:  # routes the session; never called
-        url = emu.url(ROUTE)
-        proc, base = start_gateway(home, emu.root, launcher=("-c", NULL_TURN))
-        try:
-            conn = Conn(base)
-            _, body = conn.post("/v1/sessions", orjson.dumps({"provider": ROUTE, "model": MODEL, "base_url": url}))
-            path = f"/v1/sessions/{orjson.loads(body)['id']}/messages"
-            for j in range(50):  # warm-up: imports, the first lease, the hot entry
-                conn.post(path, orjson.dumps({"content": f"warm {j}"}))
-            cpu, threads, lat = cpu_seconds(proc.pid), thread_cpu(proc.pid), []
-            for j in range(args.turns):
-                t = time.perf_counter()
-                status, text = conn.post(path, orjson.dumps({"content": f"turn {j}"}))
-                lat.append(time.perf_counter() - t)
-                if status != 200:
-                    raise SystemExit(f"gateway turn failed: {status} {text!r}")
-            cpu, after = cpu_seconds(proc.pid) - cpu, thread_cpu(proc.pid)
-            health_cpu = cpu_seconds(proc.pid)
-            host = base.removeprefix("http://").rstrip("/")
-            for _ in range(args.turns):
-                conn.sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-                conn.read_response()
-            health_cpu = cpu_seconds(proc.pid) - health_cpu
-            conn.close()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-    n = args.turns
-    print(f"gateway_overhead: {n} null turns on one session (the agent's turn returns at once)")
-    print(f"  event-loop thread  {(after['loop'] - threads['loop']) / n * 1e3:6.2f} ms CPU per turn")
-    print(f"  worker threads     {(after['workers'] - threads['workers']) / n * 1e3:6.2f} ms CPU per turn")
-    print(f"  GET /healthz       {health_cpu / n * 1e3:6.2f} ms CPU per request (the HTTP stack's floor)")
-    print(f"gateway_overhead wall_p50_ms {pct(lat, 50) * 1e3:.2f}")
-    print(f"gateway_overhead cpu_ms_per_turn {cpu / n * 1e3:.2f}  (the gateway process, all threads)")
+        runs = [one_run(emu.url(ROUTE), emu.root, args.turns) for _ in range(args.runs)]
+
+    def spread(key: str) -> str:
+        values = [r[key] for r in runs]
+        return f"{statistics.median(values):.2f}  (median of {len(values)} runs; range {min(values):.2f} … {max(values):.2f})"
+
+    print(f"gateway_overhead: {args.turns} null turns on one session (the agent's turn returns at once), "
+          f"{args.runs} runs, a fresh gateway each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"  event-loop thread  {spread('loop')} ms CPU per turn")
+    print(f"  worker threads     {spread('workers')} ms CPU per turn")
+    print(f"  GET /healthz       {spread('health')} ms CPU per request (the HTTP stack's floor)")
+    print(f"gateway_overhead wall_p50_ms {spread('wall_p50')}")
+    print(f"gateway_overhead cpu_ms_per_turn {spread('cpu')}  [the gateway process, all threads]")
 
 
 if __name__ == "__main__":
