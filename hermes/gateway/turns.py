@@ -29,7 +29,7 @@ from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 from .locks import SessionLocks, Take
 from .threads import TurnThreads
 
-__all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "openai_usage"]
+__all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage"]
 
 GatewaySink = Callable[[str, dict[str, Any]], None]
 """Where gateway events go: ``(SSE event name, JSON data)``."""
@@ -76,6 +76,34 @@ def event_mapper(sink: GatewaySink) -> EventSink:
     return on_event
 
 
+def loop_sink(loop: asyncio.AbstractEventLoop, put: Callable[[tuple[str, dict[str, Any]]], None]) -> GatewaySink:
+    """A sink for a worker thread that hands events to ``put`` on ``loop``, waking the loop once
+    per batch rather than once per event: a streamed turn's deltas arrive faster than the loop
+    takes them, and each wake-up is a ``call_soon_threadsafe`` (a write to the loop's wake-up
+    pipe) and a GIL hand-over. Events are appended under a lock; only the append that finds
+    the batch empty posts a callback, which passes the whole batch on in order. Order against
+    the worker's other callbacks is kept: a batch's callback is posted before anything the
+    worker posts after its events."""
+    pending: list[tuple[str, dict[str, Any]]] = []
+    lock = threading.Lock()
+
+    def flush() -> None:
+        with lock:
+            batch = pending.copy()
+            pending.clear()
+        for item in batch:
+            put(item)
+
+    def sink(event: str, data: dict[str, Any]) -> None:
+        with lock:
+            pending.append((event, data))
+            first = len(pending) == 1
+        if first:
+            loop.call_soon_threadsafe(flush)
+
+    return sink
+
+
 @dataclass
 class TurnJob:
     """Runs ``work(on_event, take)`` in one worker-thread call under the session's lease
@@ -96,33 +124,6 @@ class TurnJob:
     held: bool = False
     """Set on the worker thread once the lease is held; read on the loop after the call returns."""
 
-    def _batched_sink(self, loop: asyncio.AbstractEventLoop) -> GatewaySink:
-        """A sink for the worker thread that wakes the event loop once per batch, not once per
-        event: a streamed turn's deltas arrive faster than the loop takes them (each wake-up
-        is a ``call_soon_threadsafe``, a write to the loop's wake-up pipe and a GIL hand-over).
-        Events are appended under a lock; only the append that finds the batch empty posts a
-        callback, which moves the whole batch to the queue in order. Order against the turn's
-        other callbacks is kept: a batch's callback is posted before anything the worker posts
-        after its events."""
-        pending: list[tuple[str, dict[str, Any]]] = []
-        lock = threading.Lock()
-
-        def flush() -> None:
-            with lock:
-                batch = pending.copy()
-                pending.clear()
-            for item in batch:
-                self.queue.put_nowait(item)
-
-        def sink(event: str, data: dict[str, Any]) -> None:
-            with lock:
-                pending.append((event, data))
-                first = len(pending) == 1
-            if first:
-                loop.call_soon_threadsafe(flush)
-
-        return sink
-
     def _locked(self) -> None:
         if not self.locked.done():
             self.locked.set_result(None)
@@ -131,7 +132,7 @@ class TurnJob:
         loop = asyncio.get_running_loop()
         on_event: EventSink | None = None
         if self.events:
-            on_event = event_mapper(self._batched_sink(loop))
+            on_event = event_mapper(loop_sink(loop, self.queue.put_nowait))
 
         def attempt(take: Take) -> dict[str, Any]:
             def taking() -> tuple[Lease, SessionInfo]:
