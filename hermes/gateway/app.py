@@ -169,23 +169,27 @@ class GatewayState:
 
     def admit(self, resolved: Resolved, base_url: str | None) -> None:
         """A route this server may call for a client: an allowed base URL and a key it holds."""
+        self.key_for(resolved, base_url)
+
+    def key_for(self, resolved: Resolved, base_url: str | None) -> str | None:
+        """The key a client's turn on ``resolved`` is sent with, once its base URL is allowed
+        (looked up once a turn: a lookup checks the key's characters)."""
         self.check_client_url(resolved, base_url)
-        self.runtime.key(resolved)
+        return self.runtime.key(resolved)
 
     def switch(self, info: SessionInfo, req: TurnRequest) -> Resolved:
         """The route of ``req``'s turn (stored when the request switches it), or refused."""
         return self.runtime.switch(info, provider=req.provider, model=req.model, base_url=req.base_url,
                                    check=lambda r: self.admit(r, req.base_url))
 
-    def prepare(self, req: TurnRequest) -> tuple[SessionInfo, Resolved]:
+    def prepare(self, req: TurnRequest) -> tuple[SessionInfo, Resolved, str | None]:
         """Refuse what can be refused before anything is written, the lease included: an
         unknown session, an unroutable switch, a missing key, a base URL the client may not
         name. The session's row comes from the hot entry when this process ran its last turn
         (it is checked again under the lease), else from the store."""
         info = self.hot.peek(req.session_id) or self.require_session(req.session_id)
         resolved = self.runtime.route(provider=req.provider, model=req.model, base_url=req.base_url, session=info)
-        self.admit(resolved, req.base_url)
-        return info, resolved
+        return info, resolved, self.key_for(resolved, req.base_url)
 
     def run_turn(self, req: TurnRequest, on_event: EventSink | None, take: Take) -> dict[str, Any]:
         """The whole turn, in one worker-thread call: checks, the lease (``take``) and the
@@ -193,13 +197,14 @@ class GatewayState:
         against — then the agent loop
         (its steps commit through ``Fenced``: refused if another worker took the lease over).
         The route is chosen again only when the row or the request says it may have changed."""
-        info, resolved = self.prepare(req)
+        info, resolved, key = self.prepare(req)
         lease, fresh = take()
         if (fresh.provider, fresh.model, fresh.base_url) != (info.provider, info.model, info.base_url) or (
                 req.provider or req.model or req.base_url):
             resolved = self.switch(fresh, req)
+            key = self.runtime.key(resolved)
         history, cache = self.hot.checkout(self.store, fresh)
-        agent = self.runtime.agent(self.toolbox, api_key=self.runtime.key(resolved), on_event=on_event,
+        agent = self.runtime.agent(self.toolbox, api_key=key, on_event=on_event,
                                    stream=self.options.provider_stream, max_steps=self.options.max_steps, cache=cache)
         result = self.runtime.turn(agent, fresh.id, req.content, resolved, lease=lease, history=history)
         if req.provider or req.model or req.base_url:  # the row may have a new route: peek must see it

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..estimate import prompt_tokens
 from ..events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
 from ..resolve import Resolved
 from ..store import SessionInfo
@@ -166,8 +167,6 @@ def describe(resolved: Resolved) -> dict[str, str]:
 def openai_usage(steps: list[dict[str, Any]]) -> dict[str, int]:
     """A turn's token usage in OpenAI's spelling, summed over its model calls (every call is
     billed, so a two-step tool turn reports both prompts), whatever each provider called it."""
-    from ..estimate import prompt_tokens
-
     prompt = completion = 0
     for usage in steps:
         prompt += prompt_tokens(usage) or 0
