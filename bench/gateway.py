@@ -276,9 +276,9 @@ class Child:
         self.proc.wait(timeout=60)
 
 
-def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float], float, float]:
-    """One burst of n sessions x turns in a fresh direct child: (latencies, wall, CPU seconds)."""
-    child = Child("direct", emu_url, str(home))
+def _burst_in(child: Child, n: int, turns: int) -> tuple[list[float], float, float]:
+    """One burst of n sessions x turns in a fresh child, then closed: (latencies, wall, the
+    child's CPU seconds)."""
     try:
         child.ask(op="new", n=n)
         cpu = cpu_seconds(child.pid)
@@ -287,20 +287,17 @@ def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float
     finally:
         child.close()
     return data["lat"], data["wall"], cpu
+
+
+def run_direct(emu_url: str, home: Path, n: int, turns: int) -> tuple[list[float], float, float]:
+    """One burst in a fresh direct child (bench/scale.py's baseline)."""
+    return _burst_in(Child("direct", emu_url, str(home)), n, turns)
 
 
 def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float], float, float]:
-    """One burst against the gateway at ``base`` from a fresh clients child: (latencies, wall,
-    the clients' CPU seconds)."""
-    child = Child("clients", emu_url, base)
-    try:
-        child.ask(op="new", n=n)
-        cpu = cpu_seconds(child.pid)
-        data = child.ask(op="burst", turns=turns)
-        cpu = cpu_seconds(child.pid) - cpu
-    finally:
-        child.close()
-    return data["lat"], data["wall"], cpu
+    """One burst against the gateway at ``base`` from a fresh clients child (the CPU is the
+    clients')."""
+    return _burst_in(Child("clients", emu_url, base), n, turns)
 
 
 # ----------------------------------------------------------------------------- one run
