@@ -115,10 +115,11 @@ def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved
     if opens is not None and opens == (plan.kept[-1].closes if plan.kept else None):
         return 0  # its first turn would join the run before it
     first = new[0].index
-    body = build_body(get_wire(wire), replace(plan, kept=()), memo=memo)
+    w = get_wire(wire)
+    body = build_body(w, replace(plan, kept=()), memo=memo)
     t = tally(new, memo)
     t.kept = len(new)
-    run = Run(first, cut, plan.first, b"".join(digests(history[first:cut])), orjson.dumps(body["messages"])[1:-1],
+    run = Run(first, cut, plan.first, b"".join(digests(history[first:cut])), orjson.dumps(body[w.ITEMS])[1:-1],
               str(body.get("system") or ""), sum(plan_costs(plan, memo)), t.to_json(), opens, closes,
               tool_ids_ok(new, target.route.tool_ids))
     chain = list(plan.kept)

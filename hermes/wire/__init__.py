@@ -8,6 +8,7 @@ each module against the protocol in ``provider``) and does no I/O:
 * ``render_message(pm, route)`` — one planned message's part of the body, pure, so the
   builder (``provider.complete``) memoises it by the planned message's key and passes the
   results to ``to_wire`` as ``rendered``; ``None`` on a wire that renders only whole plans.
+  ``ITEMS`` names the body field that holds those parts (``messages``, ``input``, ``contents``).
 * ``decoder(resolved) -> Decoder`` — a fresh decoder for one response: ``decode_event(event,
   data)`` for each streamed event (``decode_events`` for the events of one network read), ``from_wire(payload)`` for a whole response, which yields
   the very deltas its stream would, so both fold to the same stored turn.
@@ -80,6 +81,9 @@ class Wire(Protocol):
 
     @property
     def render_message(self) -> Callable[[PlannedMessage, Route], Any] | None: ...
+
+    @property
+    def ITEMS(self) -> str: ...
 
     def decoder(self, resolved: Resolved) -> Decoder: ...
 

@@ -48,6 +48,7 @@ from . import FunctionDecoder, ToolSpec
 
 __all__ = [
     "API_VERSION",
+    "ITEMS",
     "REDACTED",
     "SIGNATURE",
     "VERTEX_VERSION",
@@ -132,6 +133,9 @@ def _block(part: object, role: str) -> dict[str, Any] | None:
             return block
     raise UnsupportedPart(f"a {type(part).__name__} part cannot appear in a {role!r} message on the Anthropic wire")
 
+
+ITEMS = "messages"
+"""The body field holding each message's items."""
 
 def render_message(pm: PlannedMessage, route: object = None) -> list[dict[str, Any]]:
     """One planned message as a message of its own, ``[{"role", "content"}]`` (``[]``: it

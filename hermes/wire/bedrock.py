@@ -46,6 +46,7 @@ from . import FunctionDecoder, ToolSpec
 
 __all__ = [
     "EMPTY",
+    "ITEMS",
     "PLACEHOLDER_USER",
     "attempt",
     "decode_event",
@@ -56,6 +57,9 @@ __all__ = [
     "thinking_fields",
     "to_wire",
 ]
+
+ITEMS = "messages"
+"""The body field holding each message's items."""
 
 render_message: Callable[..., Any] | None = None
 """This wire renders the whole plan in ``to_wire``; nothing per message to reuse."""

@@ -48,6 +48,7 @@ from . import FunctionDecoder, ToolSpec
 
 __all__ = [
     "BLOCKED_REASONS",
+    "ITEMS",
     "attempt",
     "decode_event",
     "decoder",
@@ -57,6 +58,9 @@ __all__ = [
     "thinking_config",
     "to_wire",
 ]
+
+ITEMS = "contents"
+"""The body field holding each message's items."""
 
 render_message: Callable[..., Any] | None = None
 """This wire renders the whole plan in ``to_wire``; nothing per message to reuse."""

@@ -31,6 +31,7 @@ from .chat_attempt import attempt
 from .chat_decode import ChatDecoder, decode_event, decoder, from_wire, split_think
 
 __all__ = [
+    "ITEMS",
     "SUMMARY_PREFIX",
     "ChatDecoder",
     "attempt",
@@ -42,6 +43,9 @@ __all__ = [
     "split_think",
     "to_wire",
 ]
+
+ITEMS = "messages"
+"""The body field holding each message's items."""
 
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 

@@ -20,7 +20,7 @@ fold of a stream equals the parse of the completed response.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -28,7 +28,7 @@ import orjson
 from ..attempt import Attempt, Carried, build, signed
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
-from ..replay import ReplayPlan, Settings
+from ..replay import PlannedMessage, ReplayPlan, Settings
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
@@ -36,6 +36,7 @@ from . import FunctionDecoder, ToolSpec
 
 __all__ = [
     "BLOB_KIND",
+    "ITEMS",
     "SEPARATOR",
     "SUMMARY_PARTS",
     "attempt",
@@ -47,8 +48,9 @@ __all__ = [
     "to_wire",
 ]
 
-render_message: Callable[..., Any] | None = None
-"""This wire renders the whole plan in ``to_wire``; nothing per message to reuse."""
+
+ITEMS = "input"
+"""The body field holding each message's items."""
 
 BLOB_KIND = "openai.encrypted"
 SEPARATOR = "\n\n"
@@ -75,17 +77,18 @@ def to_wire(
     tools: Sequence[ToolSpec] = (),
     settings: Settings = _DEFAULT_SETTINGS,
     stream: bool = False,
-    rendered: object = None,
+    rendered: Sequence[bytes] | None = None,
 ) -> dict[str, Any]:
-    """The request body for ``plan``: input items in the stored order, nothing re-decided."""
-    items: list[dict[str, Any]] = []
-    for m in plan.messages:
-        if m.role == "assistant":
-            items.extend(_assistant_items(m.parts, m.index))
-        elif m.role == "tool":
-            items.extend(_tool_items(m.parts, m.index))
-        else:
-            items.extend(_input_items(m.role, m.parts, m.index))
+    """The request body for ``plan``: input items in the stored order, nothing re-decided.
+    ``rendered``: each planned message's ``render_message``, serialised (``replay.memo``),
+    when the caller kept them: spliced into the body as bytes, after the plan's kept runs."""
+    fragment = orjson.Fragment
+    items: list[Any] = [fragment(r.body) for r in plan.kept if r.body]  # kept runs: already built
+    if rendered is None:
+        for m in plan.messages:
+            items += render_message(m)
+    else:  # one fragment per stored message (its items, comma-separated)
+        items += [fragment(r) for r in rendered if r]
     body: dict[str, Any] = {"model": plan.target.model, "input": items}
     if tools:
         body["tools"] = [
@@ -103,6 +106,16 @@ def to_wire(
     if plan.request_fields:
         body = deep_merge(body, plan.request_fields)
     return body
+
+
+def render_message(pm: PlannedMessage, route: object = None) -> list[dict[str, Any]]:
+    """One planned message as its input items: pure, so the builder memoises it per planned
+    message and a session's runs keep it (``replay.runs``)."""
+    if pm.role == "assistant":
+        return _assistant_items(pm.parts, pm.index)
+    if pm.role == "tool":
+        return _tool_items(pm.parts, pm.index)
+    return _input_items(pm.role, pm.parts, pm.index)
 
 
 def _input_items(role: str, parts: Sequence[Part], index: int) -> list[dict[str, Any]]:
