@@ -6,8 +6,10 @@ Figures per route:
   turn on a session this worker has not seen): the history and the session's kept build
   results loaded from the store, then restored into an empty memo and built (``hermes.kept``);
 * fresh — the same build with no kept results (a session whose results were never kept);
-* step — the agent's rebuild after one more tool step, with the conversation's BuildMemo:
-  only the new messages are planned and rendered, the rest is reused;
+* step — the agent's rebuild after one more tool step, with the conversation's BuildMemo as
+  an agent has it: holding the session's kept runs (restored at the turn's start, or kept at
+  the end of the turn before), so only the messages after them are planned and rendered;
+* bare step — the same with a memo that holds no runs (every message visited, each reused);
 * load — reading the kept results from SQLite vs reading the history itself (``Store.load``);
 * rss — peak RSS of a new process that loads the session and builds it from kept results.
 
@@ -23,6 +25,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -99,23 +102,32 @@ def measure(key: str, model: str, d: Path) -> dict[str, float]:
     fresh = best_of(lambda: build(target, history, None), runs=3)
     load = best_of(lambda: store.load(sid), runs=3)
     load_kept = best_of(lambda: store.load_runs(sid, ctx), runs=3)
-    cache = BuildMemo()
-    build(target, history, cache)
-    grown = list(history)
-
-    def step() -> None:
-        grown.extend(turn(target, len(grown)))  # the next tool step's messages
-        build(target, grown, cache)
-
-    warm = best_of(step, runs=7)
+    bare = best_of(stepper(target, history, BuildMemo()), runs=7)
+    with_runs = BuildMemo()
+    fill(with_runs, target, Learned(), rows)
+    warm = best_of(stepper(target, history, with_runs), runs=7)
     store.close()  # as a finished ``chat -q`` leaves it: the write-ahead log checkpointed
     rss = rss_of(key, d / f"{key}.db", sid)
     print(f"replay_build[{key}]: orjson {baseline * 1e3:.1f} ms · cold build from kept results {kept * 1e3:.1f} ms "
           f"({kept / baseline:.1f}×) · without kept results {fresh * 1e3:.1f} ms ({fresh / baseline:.1f}×) · "
-          f"next-step build {warm * 1e3:.1f} ms ({warm / baseline:.2f}×) · kept results load {load_kept * 1e3:.1f} ms "
+          f"next-step build {warm * 1e3:.1f} ms ({warm / baseline:.2f}×), without runs in the memo "
+          f"{bare * 1e3:.1f} ms ({bare / baseline:.2f}×) · kept results load {load_kept * 1e3:.1f} ms "
           f"vs history load {load * 1e3:.1f} ms ({load_kept / load:.2f}×) · peak RSS {rss:.1f} MiB")
-    return {"cold": kept / baseline, "fresh": fresh / baseline, "step": warm / baseline, "load": load_kept / load,
-            "rss": rss}
+    return {"cold": kept / baseline, "fresh": fresh / baseline, "step": warm / baseline, "bare": bare / baseline,
+            "load": load_kept / load, "rss": rss}
+
+
+def stepper(target: Resolved, history: list[Message], memo: BuildMemo) -> Callable[[], None]:
+    """The agent's next tool step, again and again: the conversation grows by one step's
+    messages and its request is built with ``memo`` (built once for ``history`` first)."""
+    build(target, history, memo)
+    grown = list(history)
+
+    def step() -> None:
+        grown.extend(turn(target, len(grown)))
+        build(target, grown, memo)
+
+    return step
 
 
 def rss_of(key: str, db: Path, sid: str) -> float:
@@ -141,43 +153,48 @@ def count_worker(route: int, what: str, db: str = "", sid: str = "") -> None:
     key, model = ROUTES[route]
     target = resolve(key, None, model)
     get_wire(target.route.wire)  # imported before the region: module imports are process start (chat_turn.py)
-    if what == "kept":  # a new process: history and kept results from the store, then the build
+    if what in ("kept", "step"):  # history and kept runs from the store
         with Store(Path(db)) as store:
             history = store.load(sid)
             rows = store.load_runs(sid, context(target, Learned()))
-        _instr.region(lambda: cold(target, history, rows))
+        if what == "kept":  # a new process's first build
+            _instr.region(lambda: cold(target, history, rows))
+        else:  # the next tool step's rebuild with the agent's memo (holding the session's runs)
+            memo = BuildMemo()
+            fill(memo, target, Learned(), rows)
+            _instr.region(stepper(target, history, memo))
         return
     history = [m for i in range(2000) for m in turn(target, i)]
     if what == "cold":
         _instr.region(lambda: build(target, history, None))
-    elif what == "step":  # the next tool step's rebuild with the conversation's warm memo
-        cache = BuildMemo()
-        build(target, history, cache)
-        grown = [*history, *turn(target, len(history))]
-        _instr.region(lambda: build(target, grown, cache))
+    elif what == "bare":  # the same with a memo holding no runs
+        _instr.region(stepper(target, history, BuildMemo()))
     else:
         body = orjson.loads(build(target, history, None))
         _instr.region(lambda: orjson.dumps(body))
 
 
 def instructions(d: Path) -> None:
-    ratios, steps, fresh = [], [], []
+    ratios, steps, fresh, bares = [], [], [], []
     for i, (key, model) in enumerate(ROUTES):
         _, sid = stored(resolve(key, None, model), d / f"i{key}.db")
         argv = [_instr.python(), __file__, "--count", str(i)]
-        kept = _instr.count_region([*argv, "kept", str(d / f"i{key}.db"), sid])
-        full, step, base = (_instr.count_region([*argv, w]) for w in ("cold", "step", "dumps"))
-        if kept and full and step and base:
+        kept, step = (_instr.count_region([*argv, w, str(d / f"i{key}.db"), sid]) for w in ("kept", "step"))
+        full, bare, base = (_instr.count_region([*argv, w]) for w in ("cold", "bare", "dumps"))
+        if kept and full and step and bare and base:
             print(f"replay_build[{key}]: instructions cold build from kept results {kept / 1e6:.0f} M, without "
-                  f"{full / 1e6:.0f} M, next-step build {step / 1e6:.1f} M, orjson.dumps {base / 1e6:.1f} M "
-                  f"({kept / base:.2f}×, {full / base:.1f}×, {step / base:.2f}×)")
+                  f"{full / 1e6:.0f} M, next-step build {step / 1e6:.1f} M (without runs {bare / 1e6:.1f} M), "
+                  f"orjson.dumps {base / 1e6:.1f} M ({kept / base:.2f}×, {full / base:.1f}×, {step / base:.2f}× "
+                  f"({bare / base:.2f}×))")
             ratios.append(kept / base)
             fresh.append(full / base)
             steps.append(step / base)
+            bares.append(bare / base)
     if ratios:
         print(f"replay_build instr_ratio {max(ratios):.2f}  (cold build from kept results, worst route)")
         print(f"replay_build fresh_instr_ratio {max(fresh):.2f}  (cold build without kept results, worst route)")
         print(f"replay_build step_instr_ratio {max(steps):.2f}  (next-step build, worst route)")
+        print(f"replay_build bare_step_instr_ratio {max(bares):.2f}  (next-step build without runs, worst route)")
 
 
 def main() -> None:
@@ -198,6 +215,8 @@ def main() -> None:
         print(f"replay_build rss_mb {max(r['rss'] for r in results):.1f}  (peak RSS of that new process)")
         if "--instructions" in sys.argv and _instr.available():
             instructions(d)
+        print(f"replay_build bare_step_ratio {max(r['bare'] for r in results):.2f}  "
+              "(next-step build with a memo holding no runs, worst route)")
         print(f"replay_build ratio {max(r['step'] for r in results):.2f}  "
               "(next-step build, worst route; target ≤ 1.5×)")
 
