@@ -13,12 +13,14 @@ to ``dumps`` of what was appended (orjson keeps the key order of ``extra``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
 
 from ..errors import HistoryError
 from ..messages import (
+    ROLES,
     Message,
     Part,
     Reasoning,
@@ -27,11 +29,16 @@ from ..messages import (
     ToolCall,
     ToolResult,
     blob_hash,
+    make_message,
+    make_reasoning,
+    make_text,
+    make_tool_call,
+    make_tool_result,
     part_from_dict,
     part_to_dict,
 )
 
-__all__ = ["TEXT_KEY", "PartRow", "blob_hash", "part_from_row", "part_to_row", "stored_message"]
+__all__ = ["TEXT_KEY", "PartRow", "blob_hash", "messages_from_rows", "part_from_row", "part_to_row", "stored_message"]
 
 TEXT_KEY: dict[str, str] = {
     "text": "text",
@@ -60,6 +67,7 @@ def part_to_row(part: Part) -> PartRow:
 _ORIGINS: dict[tuple[str, str, str, str], RouteKey] = {}
 _PLAIN_REASONING = frozenset({"origin", "blob_kind", "item_id"})
 _PLAIN_RESULT = frozenset({"call_id", "name", "is_error"})
+_CALL_KEYS = frozenset({"id", "name"})
 
 
 def _fast_part(kind: str, text: str, d: dict[str, Any], blob: str | None) -> Part | None:
@@ -110,3 +118,99 @@ def stored_message(role: Any, parts: list[Part], digest: bytes | None) -> Messag
     if digest:
         object.__setattr__(m, "digest", bytes(digest))
     return m
+
+
+_Plain = tuple[RouteKey, str | None, str | None]
+
+
+def _plain_reasoning(data: str | bytes) -> _Plain | None:
+    """(origin, blob_kind, item_id) of a reasoning row's ``data`` that holds nothing else,
+    with string values; None for anything ``part_from_dict`` must look at."""
+    try:
+        d = orjson.loads(data)
+        if type(d) is not dict or not d.keys() <= _PLAIN_REASONING:
+            return None
+        o = d["origin"]
+        key = (o["provider"], o["host"], o["model"], o["wire"])
+        blob_kind, item_id = d.get("blob_kind"), d.get("item_id")
+    except (KeyError, TypeError, orjson.JSONDecodeError):
+        return None
+    if not all(type(v) is str for v in key):
+        return None
+    if not (blob_kind is None or type(blob_kind) is str) or not (item_id is None or type(item_id) is str):
+        return None
+    origin = _ORIGINS.get(key)
+    if origin is None:
+        origin = _ORIGINS[key] = RouteKey(*key)
+    return origin, blob_kind, item_id
+
+
+def messages_from_rows(rows: Iterable[Sequence[Any]], *, binary: bool = False) -> list[Message]:
+    """The messages of the load query's rows — (seq, role, digest, kind, text, data, blob), one
+    row per part (kind None for a message without parts), in order — equal to building each
+    part with ``part_from_row`` and each message with ``stored_message``. With ``binary`` the
+    text and blob columns are UTF-8 bytes (PostgreSQL's binary rows).
+
+    Loading a long session is on the path of every ``chat --resume`` and cold gateway turn, so
+    the common shapes are built here with the trusted makers (``hermes.messages``) and the
+    checks their classes' ``__post_init__`` would make, and a reasoning row's ``data`` is
+    parsed once per distinct value (a session repeats one origin); anything else goes through
+    ``part_from_row``, which also reports what is wrong."""
+    out: list[Message] = []
+    parts: list[Part] = []
+    plain: dict[Any, _Plain | None] = {}
+    seq, role, digest = -1, "user", None
+    for mseq, mrole, mdigest, kind, text, data, blob in rows:
+        if mseq != seq:
+            if seq >= 0:
+                out.append(_message(role, parts, digest))
+            seq, role, digest, parts = mseq, mrole, mdigest, []
+        if kind is None:
+            continue
+        if binary:
+            text = text.decode()
+            if blob is not None:
+                blob = blob.decode()
+        if data is None:
+            parts.append(make_text(text) if kind == "text" else part_from_row(kind, text, data, blob))
+            continue
+        if kind == "reasoning":
+            r = plain.get(data, False)
+            if r is False:
+                r = plain[data] = _plain_reasoning(data)
+            if r is not None and (blob is None) == (r[1] is None):
+                parts.append(make_reasoning(text, r[0], blob, r[1], r[2]))
+                continue
+        elif kind == "tool_call" or kind == "tool_result":
+            part = _fast_call_or_result(kind, text, data)
+            if part is not None:
+                parts.append(part)
+                continue
+        parts.append(part_from_row(kind, text, data, blob))
+    if seq >= 0:
+        out.append(_message(role, parts, digest))
+    return out
+
+
+def _fast_call_or_result(kind: str, text: str, data: str | bytes) -> Part | None:
+    try:
+        d = orjson.loads(data)
+        if type(d) is not dict:
+            return None
+        if kind == "tool_call":
+            if d.keys() == _CALL_KEYS and type(d["id"]) is str and type(d["name"]) is str:
+                return make_tool_call(d["id"], d["name"], text)
+            return None
+        if d.keys() <= _PLAIN_RESULT:
+            call_id, name, is_error = d["call_id"], d.get("name", ""), d.get("is_error", False)
+            if type(call_id) is str and type(name) is str and type(is_error) is bool:
+                return make_tool_result(call_id, text, name, is_error)
+    except (KeyError, orjson.JSONDecodeError):
+        return None
+    return None
+
+
+def _message(role: Any, parts: list[Part], digest: bytes | None) -> Message:
+    if role in ROLES:
+        return make_message(role, tuple(parts), bytes(digest) if digest else None)
+    return stored_message(role, parts, digest)  # raises the error Message gives

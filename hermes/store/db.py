@@ -31,10 +31,10 @@ from typing import Any
 import orjson
 
 from ..errors import HermesError, StoreError
-from ..messages import Message, Part, Role, RouteKey, digest_of
+from ..messages import Message, RouteKey, digest_of
 from ..paths import db_path
 from . import ledger
-from .codec import part_from_row, part_to_row, stored_message
+from .codec import messages_from_rows, part_to_row
 from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability, SessionInfo
@@ -194,20 +194,7 @@ class Store(SharedMethods):
         holds the first ``start`` messages (``hermes.hot``) needs after another one committed."""
         if not self._read("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
             raise self._unknown(session_id)
-        out: list[Message] = []
-        parts: list[Part] = []
-        role: Role
-        seq, role, digest = -1, "user", None
-        for mseq, mrole, mdigest, kind, text, data, blob in self._read(_LOAD_SQL, (session_id, start)):
-            if mseq != seq:
-                if seq >= 0:
-                    out.append(stored_message(role, parts, digest))
-                seq, role, digest, parts = mseq, mrole, mdigest, []
-            if kind is not None:
-                parts.append(part_from_row(kind, text, data, blob))
-        if seq >= 0:
-            out.append(stored_message(role, parts, digest))
-        return out
+        return messages_from_rows(self._read(_LOAD_SQL, (session_id, start)))
 
     def append_turn(
         self,

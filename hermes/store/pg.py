@@ -32,9 +32,9 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from ..errors import HermesError, StoreError
-from ..messages import Message, Part, Role, RouteKey, digest_of
+from ..messages import Message, RouteKey, digest_of
 from . import ledger
-from .codec import part_from_row, part_to_row, stored_message
+from .codec import messages_from_rows, part_to_row
 from .db import _LOAD_SQL, _json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
@@ -206,20 +206,7 @@ class PgStore(SharedMethods):
             if cur.fetchone() is None:
                 raise self._unknown(session_id)
             found = rows.fetchall()
-        out: list[Message] = []
-        parts: list[Part] = []
-        role: Role
-        seq, role, digest = -1, "user", None
-        for mseq, mrole, mdigest, kind, text, data, blob in found:
-            if mseq != seq:
-                if seq >= 0:
-                    out.append(stored_message(role, parts, digest))
-                seq, role, digest, parts = mseq, mrole, mdigest, []
-            if kind is not None:
-                parts.append(part_from_row(kind, text.decode(), data, None if blob is None else blob.decode()))
-        if seq >= 0:
-            out.append(stored_message(role, parts, digest))
-        return out
+        return messages_from_rows(found, binary=True)
 
     def append_turn(self, session_id: str, messages: Sequence[Message], *, route_key: RouteKey | None = None,
                     usage: Mapping[str, Any] | None = None, fence: Lease | None = None) -> int:
