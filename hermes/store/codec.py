@@ -175,8 +175,9 @@ def messages_from_rows(rows: Iterable[Sequence[Any]], *, binary: bool = False) -
             parts.append(make_text(text) if kind == "text" else part_from_row(kind, text, data, blob))
             continue
         if kind == "reasoning":
-            r = plain.get(data, False)
-            if r is False:
+            try:
+                r = plain[data]
+            except KeyError:
                 r = plain[data] = _plain_reasoning(data)
             if r is not None and (blob is None) == (r[1] is None):
                 parts.append(make_reasoning(text, r[0], blob, r[1], r[2]))
