@@ -227,9 +227,9 @@ def load_toolbox(ctx: ToolContext | None = None, *, plugins: bool = True,
     plus ``sources`` (e.g. ``mcp_tools.McpHub``) listed on first use."""
     tools = builtin_tools()
     if plugins:
-        from importlib.metadata import entry_points
+        from .plugins import entry_points
 
-        for ep in entry_points(group="hermes.tools"):
+        for ep in entry_points("hermes.tools"):
             obj = ep.load()
             loaded = obj if isinstance(obj, Tool) else obj()
             tools.extend([loaded] if isinstance(loaded, Tool) else list(loaded))
