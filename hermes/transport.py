@@ -24,6 +24,7 @@ import httpx
 import orjson
 
 from .errors import AuthFailed, ProviderConnectionError, ProviderHTTPError, RateLimited, redact
+from .lazyre import LazyRegex
 
 __all__ = ["RETRY_STATUSES", "Transport", "error_from_response"]
 
@@ -31,8 +32,8 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _MAX_RETRY_AFTER = 30.0
 
 
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
-_TAGS = re.compile(r"<[^>]+>")
+_TITLE = LazyRegex(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TAGS = LazyRegex(r"<[^>]+>")
 
 
 def _error_text(status: int, body: str) -> str:
