@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes import provider
 from hermes.compaction import context_budget
@@ -317,3 +319,18 @@ def test_claude_40_gets_only_the_open_loops_thinking_on_both_wires() -> None:
         prior, loop = (m for m in plan_replay(history, t).messages if m.role == "assistant")
         assert not any(isinstance(p, Reasoning) for p in prior.parts), key
         assert any(isinstance(p, Reasoning) for p in loop.parts), key
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text("ab-.*?[]!", max_size=10), st.data())
+def test_profile_rows_match_exactly_as_fnmatch(pattern: str, data: st.DataObject) -> None:
+    """The plain-run check in front of ``fnmatchcase`` never turns a match away: keys the glob
+    matches (drawn from its regex) and keys it may not."""
+    from fnmatch import fnmatchcase, translate
+
+    from hermes.models import ProfileRow
+
+    matching = st.from_regex(translate(pattern), fullmatch=True, alphabet="ab-.*?[]!")
+    key = data.draw(matching | st.text("ab-.*?[]!", max_size=8))
+    assert ProfileRow((pattern,)).matches(key) == fnmatchcase(key, pattern)
+    assert ProfileRow(("z", pattern)).matches(key) == fnmatchcase(key, pattern)
