@@ -47,12 +47,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
-from .mcp_config import McpServer, parse_mcp
 from .paths import config_path
 from .tomlfile import read_once, read_toml
+
+if TYPE_CHECKING:  # parsed by mcp_config only when config.toml has [mcp]
+    from .mcp_config import McpServer
 
 __all__ = ["Alias", "Config", "ProxySettings", "load_config"]
 
@@ -143,6 +145,8 @@ def _parse(path: Path) -> Config:
                 raise ConfigError(f"{where}: 'allow_read' must be a list of directory paths")
             values["allow_read"] = tuple(str(Path(v).expanduser()) for v in value)
         elif key == "mcp":
+            from .mcp_config import parse_mcp
+
             values["mcp_servers"] = parse_mcp(value, where)
         elif key == "proxy":
             values["proxy"] = _proxy(value, where)
