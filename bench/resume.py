@@ -2,6 +2,7 @@
 against a raw SQLite SELECT of the same rows plus a JSON decode of each, in the same run.
 
     python bench/resume.py            # prints `resume ratio X.XX` (target ≤ 2×)
+    python bench/resume.py --instructions   # also `resume instr_ratio X.XX` (callgrind: not moved by load)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _instr
 from _timing import best_of, report
 
 from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
@@ -47,7 +49,19 @@ def raw(db: Path) -> int:
     return len(out)
 
 
+def count_worker(what: str, db: str, sid: str) -> None:
+    """Under callgrind (``_instr.count_region``): one ``Store.load`` or one raw read, each
+    with its connection, as ``main`` times them."""
+    if what == "ours":
+        _instr.region(lambda: Store(Path(db)).load(sid))
+    else:
+        _instr.region(lambda: raw(Path(db)))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--count"]:
+        count_worker(*sys.argv[2:5])
+        return
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "state.db"
         store = Store(db)
@@ -61,6 +75,12 @@ def main() -> None:
             s.close()
 
         report("resume", best_of(ours), best_of(lambda: raw(db)), target=2)
+        if "--instructions" in sys.argv and _instr.available():
+            counts = [_instr.count_region([_instr.python(), __file__, "--count", w, str(db), sid])
+                      for w in ("ours", "raw")]
+            if counts[0] and counts[1]:
+                print(f"  instructions: Store.load {counts[0] / 1e6:.0f} M, raw read {counts[1] / 1e6:.0f} M")
+                print(f"resume instr_ratio {counts[0] / counts[1]:.2f}")
 
 
 if __name__ == "__main__":
