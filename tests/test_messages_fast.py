@@ -167,3 +167,46 @@ def test_a_loaded_session_equals_what_was_appended() -> None:
         assert a.digest == message_digest(b)
         object.__setattr__(b, "digest", a.digest)
         same(a, b)
+
+
+def test_loading_pauses_the_collector_and_gives_back_its_state() -> None:
+    """The cyclic collector is off while any history is being built — four threads at once
+    all see it off — and afterwards as it was: on after those loads and after a load that
+    fails, still off if it was off."""
+    import gc
+    import threading
+
+    from hermes.store.codec import collector_paused
+
+    seen: list[bool] = []
+    with Store() as store:
+        sid = store.create_session(provider="deepseek", model="deepseek-v4")
+        store.append_turn(sid, [Message.user("q"), Message("assistant", (Text("a"),))])
+        with collector_paused():
+            seen.append(gc.isenabled())
+        assert seen == [False] and gc.isenabled()
+
+        inside = threading.Barrier(4)
+
+        def load() -> None:
+            with collector_paused():
+                inside.wait(timeout=10)  # all four inside at once
+                seen.append(gc.isenabled())
+            store.load(sid)
+
+        threads = [threading.Thread(target=load) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == [False] * 5 and gc.isenabled()
+
+        gc.disable()
+        try:
+            assert len(store.load(sid)) == 2
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+        with pytest.raises(ValueError), collector_paused():
+            raise ValueError("a load that fails")
+        assert gc.isenabled()

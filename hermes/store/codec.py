@@ -13,7 +13,10 @@ to ``dumps`` of what was appended (orjson keeps the key order of ``extra``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import gc
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -38,7 +41,7 @@ from ..messages import (
     part_to_dict,
 )
 
-__all__ = ["TEXT_KEY", "PartRow", "blob_hash", "messages_from_rows", "part_from_row", "part_to_row", "stored_message"]
+__all__ = ["TEXT_KEY", "PartRow", "blob_hash", "collector_paused", "messages_from_rows", "part_from_row", "part_to_row", "stored_message"]
 
 TEXT_KEY: dict[str, str] = {
     "text": "text",
@@ -143,6 +146,34 @@ def _plain_reasoning(data: str | bytes) -> _Plain | None:
     if origin is None:
         origin = _ORIGINS[key] = RouteKey(*key)
     return origin, blob_kind, item_id
+
+
+_GC_LOCK = threading.Lock()
+_GC_PAUSES = [0, False]  # loads in progress; whether the first one turned the collector off
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Cyclic garbage collection off while a history is read and built. Threads may load at
+    once: it stays off until the last one is done, and goes back on only if it was on when
+    the first one started.
+
+    Reading 12,000 rows and building 20,000 objects that all survive triggers collections of
+    the young generations and, as the heap grows, full ones that walk every object of the
+    process; rows, parts and messages hold no cycles, so there is nothing for the collector
+    to find. ~55 M instructions of a ``chat -q`` turn on 2,000 stored turns."""
+    with _GC_LOCK:
+        if _GC_PAUSES[0] == 0:
+            _GC_PAUSES[1] = gc.isenabled()
+            gc.disable()
+        _GC_PAUSES[0] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_PAUSES[0] -= 1
+            if _GC_PAUSES[0] == 0 and _GC_PAUSES[1]:
+                gc.enable()
 
 
 def messages_from_rows(rows: Iterable[Sequence[Any]], *, binary: bool = False) -> list[Message]:
