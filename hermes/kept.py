@@ -87,14 +87,14 @@ def _run(row: RunRow) -> Run | None:
     first, end, window, ds, body, cost, state = row
     try:
         st = orjson.loads(state)
-        Tally.from_json(st["tally"])
+        t = Tally.from_json(st["tally"])
         system, opens, closes, ids_ok = st["system"], st["opens"], st["closes"], st["ids_ok"]
     except (orjson.JSONDecodeError, TypeError, ValueError, KeyError, AttributeError):
         return None
     if not (isinstance(system, str) and opens in (None, "user", "assistant") and closes in (None, "user", "assistant")
             and isinstance(ids_ok, bool)):
         return None
-    return Run(first, end, window, ds, body, system, cost, st["tally"], opens, closes, ids_ok)
+    return Run(first, end, window, ds, body, system, cost, t, opens, closes, ids_ok)
 
 
 def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved, learned: Learned,
@@ -120,13 +120,13 @@ def keep(memo: BuildMemo, store: SessionStore, session_id: str, target: Resolved
     t = tally(new, memo)
     t.kept = len(new)
     run = Run(first, cut, plan.first, b"".join(digests(history[first:cut])), orjson.dumps(body[w.ITEMS])[1:-1],
-              str(body.get("system") or ""), sum(plan_costs(plan, memo)), t.to_json(), opens, closes,
+              str(body.get("system") or ""), sum(plan_costs(plan, memo)), t, opens, closes,
               tool_ids_ok(new, target.route.tool_ids))
     chain = list(plan.kept)
     while chain and chain[-1].size <= run.size:
         before = chain.pop()
-        run = merged(before, run, Tally.from_json(before.tally).extend(Tally.from_json(run.tally)).to_json())
-    state = orjson.dumps({"system": run.system, "tally": run.tally, "opens": run.opens, "closes": run.closes,
+        run = merged(before, run, Tally().extend(before.tally).extend(run.tally))
+    state = orjson.dumps({"system": run.system, "tally": run.tally.to_json(), "opens": run.opens, "closes": run.closes,
                           "ids_ok": run.ids_ok}).decode()
     try:
         saved = store.save_run(session_id, ctx, (run.first, run.end, run.window, run.digests, run.body, run.cost,

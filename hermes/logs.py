@@ -200,7 +200,7 @@ def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
     the plan's kept runs carry their messages' tally (``kept``: how many messages they held)."""
     t = Tally()
     for r in plan.kept:
-        t.extend(Tally.from_json(r.tally))
+        t.extend(r.tally)
     t.extend(tally(plan.messages, memo))
     tg = plan.target
     return {"route": tg.route.key, "host": tg.host, "model": tg.model, "wire": tg.route.wire,

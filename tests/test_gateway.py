@@ -348,16 +348,23 @@ def test_missing_provider_key_is_400_before_any_write(cluster: Cluster, monkeypa
     assert KEYS["OPENAI_API_KEY"] not in r.text and cluster.counts() == before
 
 
+def _turn_then_switch_to_responses(c: Any, cluster: Cluster, sid: str) -> str:
+    """One turn on the session's route, then one that switches it to openai-responses;
+    returns the model it switched to."""
+    provider, model = ROUTES["openai-responses"]
+    assert c.post(f"/v1/sessions/{sid}/messages", json={"content": "one"}).status_code == 200
+    r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "two", "provider": provider, "model": model,
+                                                     "base_url": cluster.emu.url("openai-responses")})
+    assert r.status_code == 200 and r.json()["route"] == "openai-responses"
+    return model
+
+
 def test_a_hot_session_is_checked_on_the_route_it_switched_to(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """The early checks of a hot session read the row its last turn left in this process: after
     a turn that switched the route, that is the new route, not the one the turn started on."""
     sid = cluster.create("gemini")
-    provider, model = ROUTES["openai-responses"]
     with cluster.client(cluster.a) as c:
-        assert c.post(f"/v1/sessions/{sid}/messages", json={"content": "one"}).status_code == 200
-        r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "two", "provider": provider, "model": model,
-                                                         "base_url": cluster.emu.url("openai-responses")})
-        assert r.status_code == 200 and r.json()["route"] == "openai-responses"
+        _turn_then_switch_to_responses(c, cluster, sid)
         monkeypatch.delenv("GEMINI_API_KEY")  # the route the session left: its key no longer matters
         r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "three"})
     assert r.status_code == 200, r.text
@@ -369,12 +376,8 @@ def test_a_hot_session_is_checked_on_the_route_it_switched_to(cluster: Cluster, 
 
 def test_switch_provider_then_branch(cluster: Cluster) -> None:
     sid = cluster.create("gemini")
-    provider, model = ROUTES["openai-responses"]
     with cluster.client(cluster.a) as c:
-        assert c.post(f"/v1/sessions/{sid}/messages", json={"content": "one"}).status_code == 200
-        r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "two", "provider": provider, "model": model,
-                                                         "base_url": cluster.emu.url("openai-responses")})
-        assert r.status_code == 200 and r.json()["route"] == "openai-responses"
+        model = _turn_then_switch_to_responses(c, cluster, sid)
         view = c.get(f"/v1/sessions/{sid}").json()
         assert view["session"]["provider"] == "openai-responses" and view["session"]["model"] == model
         r = c.post(f"/v1/sessions/{sid}/branch", json={"upto_seq": 3, "title": "fork"})

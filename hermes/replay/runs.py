@@ -51,7 +51,8 @@ class Run:
     cost: int
     """Summed raw token cost (``estimate.message_cost``) on the context's pricing basis."""
     tally: Any
-    """The request-log tally of these messages (``logs.Tally`` as JSON)."""
+    """The request-log tally of these messages (a ``logs.Tally``, read-only: read back and
+    checked once, when the run is restored)."""
     opens: str | None
     """Side of the first turn the run opens (``"user"``/``"assistant"``), None if it opens none."""
     closes: str | None

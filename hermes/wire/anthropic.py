@@ -134,8 +134,7 @@ def _block(part: object, role: str) -> dict[str, Any] | None:
     raise UnsupportedPart(f"a {type(part).__name__} part cannot appear in a {role!r} message on the Anthropic wire")
 
 
-ITEMS = "messages"
-"""The body field holding each message's items."""
+ITEMS = "messages"  # see ``Wire.ITEMS``
 
 def render_message(pm: PlannedMessage, route: object = None) -> list[dict[str, Any]]:
     """One planned message as a message of its own, ``[{"role", "content"}]`` (``[]``: it

@@ -59,8 +59,7 @@ __all__ = [
     "to_wire",
 ]
 
-ITEMS = "contents"
-"""The body field holding each message's items."""
+ITEMS = "contents"  # see ``Wire.ITEMS``
 
 render_message: Callable[..., Any] | None = None
 """This wire renders the whole plan in ``to_wire``; nothing per message to reuse."""

@@ -44,8 +44,7 @@ __all__ = [
     "to_wire",
 ]
 
-ITEMS = "messages"
-"""The body field holding each message's items."""
+ITEMS = "messages"  # see ``Wire.ITEMS``
 
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 

@@ -49,8 +49,7 @@ __all__ = [
 ]
 
 
-ITEMS = "input"
-"""The body field holding each message's items."""
+ITEMS = "input"  # see ``Wire.ITEMS``
 
 BLOB_KIND = "openai.encrypted"
 SEPARATOR = "\n\n"
