@@ -6,13 +6,14 @@ between them) plus the executor's shutdown locks and idle-thread semaphore, all 
 loop's side of each turn. A gateway hands over one call per turn and the event loop is the
 one thread every turn passes through, so its cost per turn counts twice: in the turn's latency
 and, at many sessions, in the GIL time the loop takes from the running turns. Here the loop
-does one ``SimpleQueue.put`` and one asyncio future; the thread answers with one
+does one ``SimpleQueue.put`` (to the chosen thread's own inbox) and one asyncio future; the thread answers with one
 ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import queue
 import threading
@@ -35,54 +36,74 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 
 class TurnThreads:
-    """At most ``size`` threads, started as calls arrive and none is idle, kept for the next."""
+    """At most ``size`` threads, started as calls arrive and none is idle, kept for the next.
+
+    A call goes to the thread that went idle **last** (a stack, not a shared queue). With a
+    shared queue every idle thread waits on it and the one woken is the one that has waited
+    longest, so calls rotate through every thread a burst ever started: after 32 concurrent
+    sessions, a lone session's turns each ran on a thread idle since the burst, its stack and
+    the core it last ran on gone cold — 1.5 ms more per turn than on one thread, measured
+    (``bench/gateway.py``, the lock-step pairs). Calls that find every thread busy wait in a
+    backlog, taken in order by whichever thread finishes first."""
 
     def __init__(self, size: int, *, name: str = "hermes-turn") -> None:
         self.size = size
         self.name = name
-        self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._idle: list[queue.SimpleQueue[Any]] = []
+        """The idle threads' own inboxes, the most recently idle last."""
+        self._backlog: collections.deque[Any] = collections.deque()
         self._threads: list[threading.Thread] = []
-        self._idle = 0
         self._lock = threading.Lock()
         self._closed = False
 
     def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
         """Run ``fn()`` on a thread; the returned future (of the running loop) gets its result
         or exception. Cancelling the future does not stop ``fn``: it runs to its end."""
-        if self._closed:
-            raise RuntimeError("the gateway's turn threads are shut down")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        call = (loop, future, fn)
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the gateway's turn threads are shut down")
             if self._idle:
-                self._idle -= 1
+                inbox = self._idle.pop()
             elif len(self._threads) < self.size:
-                t = threading.Thread(target=self._work, name=f"{self.name}_{len(self._threads)}", daemon=True)
+                t = threading.Thread(target=self._work, args=(queue.SimpleQueue(), call),
+                                     name=f"{self.name}_{len(self._threads)}", daemon=True)
                 self._threads.append(t)
                 t.start()
-        self._calls.put((loop, future, fn))
+                return future
+            else:
+                self._backlog.append(call)
+                return future
+        inbox.put(call)
         return future
 
-    def _work(self) -> None:
-        while True:
-            item = self._calls.get()
-            if item is _STOP:
-                return
-            loop, future, fn = item
+    def _work(self, inbox: queue.SimpleQueue[Any], call: Any) -> None:
+        while call is not _STOP:
+            loop, future, fn = call
             try:
                 result, error = fn(), None
             except BaseException as e:  # handed to the awaiting task, which re-raises it
                 result, error = None, e
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for this answer
                 loop.call_soon_threadsafe(_settle, future, result, error)
-            del item, future, fn, result, error
+            del call, future, fn, result, error
             with self._lock:
-                self._idle += 1
+                if self._backlog:
+                    call = self._backlog.popleft()
+                    continue
+                if self._closed:
+                    return
+                self._idle.append(inbox)
+            call = inbox.get()
 
     def shutdown(self) -> None:
         """Let every queued call finish, then stop the threads (waits for them)."""
-        self._closed = True
-        for _ in self._threads:
-            self._calls.put(_STOP)
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for inbox in idle:
+            inbox.put(_STOP)
         for t in self._threads:
             t.join()
