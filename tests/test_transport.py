@@ -61,7 +61,8 @@ class Server:
             def do_POST(self) -> None:
                 n = int(self.headers.get("content-length") or 0)
                 outer.seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                   "body": orjson.loads(self.rfile.read(n)), "t": time.monotonic()})
+                                   "body": orjson.loads(self.rfile.read(n)), "t": time.monotonic(),
+                                   "peer": self.client_address[1]})
                 a = outer.script.pop(0) if len(outer.script) > 1 else outer.script[0]
                 body = a.body
                 if a.echo_auth:
@@ -270,3 +271,39 @@ def test_https_is_verified_as_httpx_does_and_plain_http_needs_no_ca_bundle(
             ex = provider.complete(resolve("generic", url, "m"), [Message.user("hi")], api_key=CANARY, transport=t)
             assert ex.response.message.text == "hi"
     assert len(tls.seen) == 1 and len(server.seen) == 1
+
+
+def test_each_thread_reuses_its_own_connection_and_close_closes_them_all(server: Server) -> None:
+    """The pools are per thread: concurrent threads never wait on one pool's lock or check each
+    other's connections, and a thread's successive requests reuse the one connection it opened
+    (the server sees one client port per thread). ``close`` closes every thread's pool."""
+    server.script.append(Answer())
+    resolved = resolve("generic", server.url, "m")
+    start = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def sender(t: Transport, name: str) -> None:
+        try:
+            start.wait(5)
+            for _ in range(3):
+                provider.complete(resolved, [Message.user(name)], api_key=CANARY, transport=t)
+        except BaseException as e:  # reported below, on the test's thread
+            errors.append(e)
+
+    with Transport(max_retries=0) as t:
+        threads = [threading.Thread(target=sender, args=(t, f"thread-{i}")) for i in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(10)
+        assert not errors
+        ports: dict[str, set[int]] = {}
+        for seen in server.seen:
+            ports.setdefault(seen["body"]["messages"][-1]["content"], set()).add(seen["peer"])
+        assert sorted(ports) == [f"thread-{i}" for i in range(4)]
+        assert all(len(p) == 1 for p in ports.values()), ports  # one connection per thread, reused
+        assert len(set().union(*ports.values())) == 4  # and not shared between threads
+        pools = list(t.client._transport._pools.values())  # type: ignore[attr-defined]
+        assert len(pools) == 4
+    assert not t.client._transport._pools  # type: ignore[attr-defined]
+    assert all(not pool._pool.connections for pool in pools)  # every connection closed
