@@ -48,6 +48,7 @@ from ..routes import ROUTES
 from ..routes import Route as Row
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
+from .lanes import Lanes
 from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
 from .rewrite import Rewrite, rewrite
@@ -85,7 +86,7 @@ class ProxyOptions:
 
 
 class Proxy:
-    """Shared state: one HTTP client (connection pool), the memory, the capability ledger."""
+    """Shared state: one HTTP client (its connections in ``lanes.Lanes``), the memory, the capability ledger."""
 
     def __init__(self, memory: ReasoningMemory, ledger: Any, options: ProxyOptions) -> None:
         self.memory = memory
@@ -95,7 +96,7 @@ class Proxy:
             timeout=httpx.Timeout(options.timeout_s, connect=30.0),
             # idle upstream connections are dropped before common 5 s server keep-alives end,
             # so a reused one is not closed under a request
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=4.0),
+            transport=Lanes(httpx.Limits(max_connections=None, max_keepalive_connections=16, keepalive_expiry=4.0)),
             follow_redirects=False)
         self._rows: dict[str, tuple[Row, str]] = {}
         self.pending: dict[tuple[str, str], Message] = {}
