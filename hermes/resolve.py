@@ -19,6 +19,7 @@ compaction read it instead of looking at model ids.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -141,16 +142,24 @@ def _by_name(table: Sequence[Route], name: str) -> Route | None:
     return None
 
 
-def _words(name: str) -> set[str]:
-    """The distinctive words of a route name or label (``vertex`` in ``anthropic-vertex``)."""
-    return {w for w in re.split(r"[^a-z0-9]+", name.lower()) if len(w) >= 4 and w not in ("openai", "compat")}
+@functools.lru_cache(maxsize=4096)
+def _words(name: str) -> frozenset[str]:
+    """The distinctive words of a route name or label (``vertex`` in ``anthropic-vertex``).
+    Remembered: every resolve by name compares its name with every row's (the proxy resolves
+    once per request), and the names are few."""
+    return frozenset(w for w in re.split(r"[^a-z0-9]+", name.lower()) if len(w) >= 4 and w not in ("openai", "compat"))
 
 
 def _look_alikes(table: Sequence[Route], name: str, exclude: Route | None = None) -> list[Route]:
     """Rows whose names share a distinctive word with ``name``: ``vertex`` is Gemini on Vertex
     AI while ``anthropic-vertex`` is Claude there, and a user should be told which is which."""
     words = _words(name)
-    return [r for r in table if r is not exclude and words & {w for n in (r.key, *r.providers) for w in _words(n)}]
+    return [r for r in table if r is not exclude and words & _names_words((r.key, *r.providers))]
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_words(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset().union(*map(_words, names))
 
 
 def _unknown_hint(table: Sequence[Route], name: str) -> str:

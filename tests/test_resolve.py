@@ -4,9 +4,12 @@ user overrides in routes.toml and their errors."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hermes.errors import ConfigError, RouteError
 from hermes.resolve import host_matches, is_local_host, load_table, resolve
+from hermes.urlpolicy import check_base_url
 
 
 @pytest.mark.parametrize("url,key", [
@@ -118,3 +121,16 @@ def test_malformed_routes_toml_names_file_and_line(tmp_path, content, needle, li
         load_table(f)
     assert needle in str(e.value)
     assert str(e.value).startswith(f"{f}:{line}:")
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x300), max_size=40))
+def test_a_base_url_with_space_control_or_backslash_is_refused_and_only_then(tail: str) -> None:
+    """The character rule of ``check_base_url``: anything at or below space, DEL and backslash
+    are refused wherever they stand; every other character passes this rule."""
+    url = "https://example.com/" + tail.replace("@", "")
+    bad = any(ord(ch) <= 0x20 or ord(ch) == 0x7F or ch == "\\" for ch in url)
+    if bad:
+        with pytest.raises(RouteError, match="spaces, control characters or backslashes"):
+            check_base_url(url)
+    else:
+        check_base_url(url)
