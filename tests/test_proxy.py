@@ -255,14 +255,19 @@ class _Upstream:
     def __init__(self) -> None:
         self.first_seen = threading.Event()
         self.bodies: list[Any] = []
+        self.cookies: list[str | None] = []
 
     def app(self) -> Starlette:
         async def chat(request: Request) -> Response:
             body = orjson.loads(await request.body())
             self.bodies.append(body)
+            self.cookies.append(request.headers.get("cookie"))
             if not body.get("stream"):
+                # as a CDN in front of a real API does: a cookie for whoever sent this request
+                who = request.headers.get("authorization", "")[-8:]
                 return JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                                                  "finish_reason": "stop"}]})
+                                                  "finish_reason": "stop"}]},
+                                    headers={"set-cookie": f"__cf_bm=for-{who}; Path=/; HttpOnly"})
 
             async def pieces() -> AsyncIterator[bytes]:
                 yield _STREAM[:23]  # mid-way through the first data line
@@ -490,3 +495,19 @@ def test_the_proxy_serves_the_web_view_and_its_live_tail_shows_restores(emulator
         assert "sk-tenant-a" not in page.text + seen
         routed = httpx.get(f"{root}/ui/", headers={"Host": "evil.example"}, timeout=10)
         assert routed.status_code in (403, 421), "the guard covers the pages too"
+
+
+def test_an_upstream_cookie_goes_back_to_its_client_and_to_no_other_tenant(emulator: Any, upstream: Any) -> None:
+    """The proxy relays ``Set-Cookie`` to the client that got it and keeps no cookie jar of
+    its own: a cookie the upstream set for one tenant's request is never sent with another
+    tenant's; a client's own ``Cookie`` header is forwarded as it came."""
+    up, url = upstream
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with running_proxy(emulator, generic=url) as px:
+        chat = f"{px.url('generic')}/chat/completions"
+        a = httpx.post(chat, json=body, headers={"authorization": "Bearer sk-tenant-aaaaaaaa"}, timeout=20)
+        assert a.headers["set-cookie"].startswith("__cf_bm=for-aaaaaaaa")
+        httpx.post(chat, json=body, headers={"authorization": "Bearer sk-tenant-bbbbbbbb"}, timeout=20)
+        httpx.post(chat, json=body, headers={"authorization": "Bearer sk-tenant-bbbbbbbb",
+                                             "cookie": "mine=1"}, timeout=20)
+    assert up.cookies == [None, None, "mine=1"]

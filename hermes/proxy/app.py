@@ -48,7 +48,7 @@ from ..routes import ROUTES
 from ..routes import Route as Row
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
-from .lanes import Lanes
+from .lanes import Lanes, NoCookies
 from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
 from .rewrite import Rewrite, rewrite
@@ -97,7 +97,7 @@ class Proxy:
             # idle upstream connections are dropped before common 5 s server keep-alives end,
             # so a reused one is not closed under a request
             transport=Lanes(httpx.Limits(max_connections=None, max_keepalive_connections=16, keepalive_expiry=4.0)),
-            follow_redirects=False)
+            cookies=NoCookies(), follow_redirects=False)
         self._rows: dict[str, tuple[Row, str]] = {}
         self.pending: dict[tuple[str, str], Message] = {}
         """(tenant, key) → turns recorded but not yet written to ``memory``."""

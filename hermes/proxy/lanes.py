@@ -1,5 +1,5 @@
-"""The proxy's upstream connections: a stack of small connection pools ("lanes"), one per
-request in flight.
+"""The proxy's upstream HTTP client parts: its connections, a stack of small connection pools
+("lanes", one per request in flight), and its cookie jar, which keeps nothing.
 
 httpcore's connection pool checks every connection it holds on each request and on each
 response's close (is it expired, did the server close it — a ``poll`` and a peer lookup
@@ -15,11 +15,26 @@ at the peak, as before; a lane whose response is never closed is simply not reus
 
 from __future__ import annotations
 
+import http.cookiejar
 import ssl
+from typing import Any
 
 import httpx
 
-__all__ = ["Lanes"]
+__all__ = ["Lanes", "NoCookies"]
+
+
+class NoCookies(http.cookiejar.CookieJar):
+    """A cookie jar that keeps nothing. The proxy serves many clients through one HTTP client:
+    a jar would store a cookie an upstream (or the CDN in front of it) set in one tenant's
+    response and send it with every other tenant's requests. ``Set-Cookie`` is relayed to the
+    client that got it, and a client's own ``Cookie`` header is forwarded as it came."""
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        pass
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        pass
 
 
 class _Released(httpx.AsyncByteStream):
