@@ -52,6 +52,7 @@ from .lanes import Lanes, NoCookies
 from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
 from .rewrite import Rewrite, rewrite
+from .upstream import UpstreamError, UpstreamResponse, Upstreams, needs_env_proxy
 
 __all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
 
@@ -98,6 +99,8 @@ class Proxy:
             # so a reused one is not closed under a request
             transport=Lanes(httpx.Limits(max_connections=None, max_keepalive_connections=16, keepalive_expiry=4.0)),
             cookies=NoCookies(), follow_redirects=False)
+        self.upstreams = Upstreams(timeout_s=options.timeout_s)
+        self._via_env: dict[str, bool] = {}
         self._rows: dict[str, tuple[Row, str]] = {}
         self.pending: dict[tuple[str, str], Message] = {}
         """(tenant, key) → turns recorded but not yet written to ``memory``."""
@@ -181,12 +184,21 @@ class Proxy:
         return StreamingResponse(relay(), resp.status_code, headers=_back(resp.headers, decoded=False),
                                  background=done)
 
-    async def send(self, url: str, headers: dict[str, str], rw: Rewrite, raw: bytes) -> httpx.Response:
+    async def send(self, url: str, headers: dict[str, str], rw: Rewrite,
+                   raw: bytes) -> httpx.Response | UpstreamResponse:
+        """The chat request upstream: through ``upstream.Upstreams``, or ``httpx`` when the
+        environment names a proxy for the upstream (decided once per upstream)."""
         content = raw if rw.body is None else orjson.dumps(rw.body)
-        req = self.client.build_request("POST", url, content=content, headers=headers)
+        where = url.split("/", 3)[2] if url.count("/") >= 3 else url
+        via_env = self._via_env.get(where)
+        if via_env is None:
+            via_env = self._via_env[where] = needs_env_proxy(url)
         try:
+            if not via_env:
+                return await self.upstreams.post(url, headers, content)
+            req = self.client.build_request("POST", url, content=content, headers=headers)
             return await self.client.send(req, stream=True)
-        except httpx.HTTPError as e:
+        except (httpx.HTTPError, UpstreamError) as e:
             raise ApiError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
 
     async def stage(self, tenant: str, rec: Recorder) -> None:
@@ -344,6 +356,7 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
         while proxy.writes:  # every recording reaches the store before the process ends
             await asyncio.gather(*list(proxy.writes), return_exceptions=True)
         await proxy.client.aclose()
+        await proxy.upstreams.aclose()
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     opts = proxy.options
