@@ -1,5 +1,7 @@
-"""The proxy's upstream HTTP client parts: its connections, a stack of small connection pools
-("lanes", one per request in flight), and its cookie jar, which keeps nothing.
+"""The parts of the proxy's ``httpx`` client (for what its own chat client, ``upstream.py``,
+does not send: other paths, and requests through a proxy named by the environment): its
+connections, a stack of small connection pools ("lanes", one per request in flight), and its
+cookie jar, which keeps nothing.
 
 httpcore's connection pool checks every connection it holds on each request and on each
 response's close (is it expired, did the server close it — a ``poll`` and a peer lookup
