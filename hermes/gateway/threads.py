@@ -6,8 +6,8 @@ between them) plus the executor's shutdown locks and idle-thread semaphore, all 
 loop's side of each turn. A gateway hands over one call per turn and the event loop is the
 one thread every turn passes through, so its cost per turn counts twice: in the turn's latency
 and, at many sessions, in the GIL time the loop takes from the running turns. Here the loop
-does one ``SimpleQueue.put`` (to the chosen thread's own inbox) and one asyncio future; the thread answers with one
-``call_soon_threadsafe``.
+does one ``SimpleQueue.put`` (to the chosen thread's own inbox) and one asyncio future; the
+thread answers with one ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ class ProxyOptions:
 
 
 class Proxy:
-    """Shared state: one HTTP client (its connections in ``lanes.Lanes``), the memory, the capability ledger."""
+    """Shared state: the upstream clients (``upstream.Upstreams`` for chat requests, ``httpx`` in
+    ``lanes.Lanes`` for the rest), the memory, the capability ledger."""
 
     def __init__(self, memory: ReasoningMemory, ledger: Any, options: ProxyOptions) -> None:
         self.memory = memory
