@@ -265,9 +265,12 @@ class _Upstream:
             if not body.get("stream"):
                 # as a CDN in front of a real API does: a cookie for whoever sent this request
                 who = request.headers.get("authorization", "")[-8:]
-                return JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                                                  "finish_reason": "stop"}]},
-                                    headers={"set-cookie": f"__cf_bm=for-{who}; Path=/; HttpOnly"})
+                answer = JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                                                    "finish_reason": "stop"}]},
+                                      headers={"set-cookie": f"__cf_bm=for-{who}; Path=/; HttpOnly"})
+                answer.raw_headers += [(b"set-cookie", b"_cfuvid=second; Path=/"),
+                                       (b"x-region", "Zürich".encode("latin-1"))]  # not ASCII: as sent
+                return answer
 
             async def pieces() -> AsyncIterator[bytes]:
                 yield _STREAM[:23]  # mid-way through the first data line
@@ -498,15 +501,18 @@ def test_the_proxy_serves_the_web_view_and_its_live_tail_shows_restores(emulator
 
 
 def test_an_upstream_cookie_goes_back_to_its_client_and_to_no_other_tenant(emulator: Any, upstream: Any) -> None:
-    """The proxy relays ``Set-Cookie`` to the client that got it and keeps no cookie jar of
-    its own: a cookie the upstream set for one tenant's request is never sent with another
-    tenant's; a client's own ``Cookie`` header is forwarded as it came."""
+    """The proxy relays ``Set-Cookie`` to the client that got it — each cookie in a header of
+    its own, every header's bytes as sent — and keeps no cookie jar of its own: a cookie the
+    upstream set for one tenant's request is never sent with another tenant's; a client's own
+    ``Cookie`` header is forwarded as it came."""
     up, url = upstream
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     with running_proxy(emulator, generic=url) as px:
         chat = f"{px.url('generic')}/chat/completions"
         a = httpx.post(chat, json=body, headers={"authorization": "Bearer sk-tenant-aaaaaaaa"}, timeout=20)
-        assert a.headers["set-cookie"].startswith("__cf_bm=for-aaaaaaaa")
+        # each cookie in a header of its own, as the upstream sent them (not joined with commas)
+        assert a.headers.get_list("set-cookie") == ["__cf_bm=for-aaaaaaaa; Path=/; HttpOnly", "_cfuvid=second; Path=/"]
+        assert (b"x-region", "Zürich".encode("latin-1")) in a.headers.raw
         httpx.post(chat, json=body, headers={"authorization": "Bearer sk-tenant-bbbbbbbb"}, timeout=20)
         httpx.post(chat, json=body, headers={"authorization": "Bearer sk-tenant-bbbbbbbb",
                                              "cookie": "mine=1"}, timeout=20)

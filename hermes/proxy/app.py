@@ -156,7 +156,7 @@ class Proxy:
                 resp = await self.send(url, headers, rw, raw)
             else:
                 self.log(target, tenant, rw, resp.status_code, t0, bool(body.get("stream")), retry)
-                return Response(err, resp.status_code, headers=_back(resp.headers, decoded=True))
+                return _back(Response(err, resp.status_code), resp.headers, decoded=True)
         rec = Recorder(target)
         stream = bool(body.get("stream"))
         done = BackgroundTask(self.log_after, rec, target, tenant, rw, resp.status_code, t0, stream, retry)
@@ -166,7 +166,7 @@ class Proxy:
             if resp.status_code == 200:
                 rec.whole(content)
                 await self.stage(tenant, rec)
-            return Response(content, resp.status_code, headers=_back(resp.headers, decoded=True), background=done)
+            return _back(Response(content, resp.status_code, background=done), resp.headers, decoded=True)
         ok = resp.status_code == 200 and resp.headers.get("content-encoding", "identity") == "identity"
 
         async def relay() -> AsyncIterator[bytes]:
@@ -182,8 +182,7 @@ class Proxy:
             finally:
                 await resp.aclose()
 
-        return StreamingResponse(relay(), resp.status_code, headers=_back(resp.headers, decoded=False),
-                                 background=done)
+        return _back(StreamingResponse(relay(), resp.status_code, background=done), resp.headers, decoded=False)
 
     async def send(self, url: str, headers: dict[str, str], rw: Rewrite,
                    raw: bytes) -> httpx.Response | UpstreamResponse:
@@ -275,7 +274,7 @@ class Proxy:
             finally:
                 await resp.aclose()
 
-        return StreamingResponse(body(), resp.status_code, headers=_back(resp.headers, decoded=False))
+        return _back(StreamingResponse(body(), resp.status_code), resp.headers, decoded=False)
 
 
 def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
@@ -310,9 +309,13 @@ def _may_learn(status: int) -> bool:
     return 400 <= status < 500 and status not in (401, 402, 403, 404, 407, 408, 413, 429)
 
 
-def _back(headers: httpx.Headers, *, decoded: bool) -> dict[str, str]:
+def _back(response: Response, headers: httpx.Headers, *, decoded: bool) -> Response:
+    """``response`` with the upstream's headers for the client, as the upstream sent them
+    (raw bytes; a repeated header such as ``Set-Cookie`` stays repeated, not joined with
+    commas), minus hop-by-hop ones and, when the body was decoded here, its encoding."""
     skip = _HOP_BACK | {"content-encoding"} if decoded else _HOP_BACK
-    return {k: v for k, v in headers.items() if k.lower() not in skip}
+    response.raw_headers.extend((k.lower(), v) for k, v in headers.raw if k.decode("latin-1").lower() not in skip)
+    return response
 
 
 async def _read(request: Request, options: ProxyOptions) -> bytes:

@@ -171,7 +171,7 @@ class UpstreamResponse:
         self._conn: _Connection | None = conn
         self._timeout_s = timeout_s
         self.status_code = conn.status
-        self.headers = httpx.Headers([(k.decode("latin-1"), v.decode("latin-1")) for k, v in conn.raw])
+        self.headers = httpx.Headers(conn.raw)  # the bytes as sent: relayed as they came
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         conn = self._conn
