@@ -48,11 +48,10 @@ from ..routes import ROUTES
 from ..routes import Route as Row
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
-from .lanes import Lanes, NoCookies
 from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
 from .rewrite import Rewrite, rewrite
-from .upstream import UpstreamError, UpstreamResponse, Upstreams, needs_env_proxy
+from .upstream import NoCookies, UpstreamError, UpstreamResponse, Upstreams, needs_env_proxy
 
 __all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
 
@@ -87,8 +86,8 @@ class ProxyOptions:
 
 
 class Proxy:
-    """Shared state: the upstream clients (``upstream.Upstreams`` for chat requests, ``httpx`` in
-    ``lanes.Lanes`` for the rest), the memory, the capability ledger."""
+    """Shared state: the upstream clients (``upstream.Upstreams`` for chat requests, ``httpx``
+    for the rest), the memory, the capability ledger."""
 
     def __init__(self, memory: ReasoningMemory, ledger: Any, options: ProxyOptions) -> None:
         self.memory = memory
@@ -98,7 +97,9 @@ class Proxy:
             timeout=httpx.Timeout(options.timeout_s, connect=30.0),
             # idle upstream connections are dropped before common 5 s server keep-alives end,
             # so a reused one is not closed under a request
-            transport=Lanes(httpx.Limits(max_connections=None, max_keepalive_connections=16, keepalive_expiry=4.0)),
+            # few kept: its pool checks each one it holds on every request (chat requests, the
+            # traffic, go through ``self.upstreams``)
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=16, keepalive_expiry=4.0),
             cookies=NoCookies(), follow_redirects=False)
         self.upstreams = Upstreams(timeout_s=options.timeout_s)
         self._via_env: dict[str, bool] = {}

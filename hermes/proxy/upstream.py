@@ -11,7 +11,7 @@ relayed chunk by chunk, never buffered whole).
 
 What it does not do is sent to ``httpx``: a request through a proxy named by the
 environment (``HTTP(S)_PROXY``, ``ALL_PROXY``, honouring ``NO_PROXY``), and every other path
-the proxy relays (``GET /models``, …). Connections: an idle connection the server has
+the proxy relays (``GET /models``, …); that client keeps no cookies (``NoCookies``). Connections: an idle connection the server has
 closed is never reused (its transport has seen the end), and one idle for ``keepalive_s``
 (4 s, before common 5 s server keep-alives end) is dropped. A request is never sent twice:
 a POST the upstream may have read is not retried (neither did ``httpx``)."""
@@ -19,19 +19,34 @@ a POST the upstream may have read is not retried (neither did ``httpx``)."""
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import ssl
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 import httptools
 import httpx
 
-__all__ = ["UpstreamError", "UpstreamResponse", "Upstreams", "needs_env_proxy"]
+__all__ = ["NoCookies", "UpstreamError", "UpstreamResponse", "Upstreams", "needs_env_proxy"]
 
 _HIGH_WATER = 1 << 20
 """Body bytes buffered before the connection stops reading (the client reads slower)."""
+
+
+class NoCookies(http.cookiejar.CookieJar):
+    """A cookie jar that keeps nothing. The proxy serves many clients through one HTTP client:
+    a jar would store a cookie an upstream (or the CDN in front of it) set in one tenant's
+    response and send it with every other tenant's requests. ``Set-Cookie`` is relayed to the
+    client that got it, and a client's own ``Cookie`` header is forwarded as it came."""
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        pass
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        pass
 
 
 class UpstreamError(Exception):
