@@ -33,7 +33,6 @@ never bring back a lease its turn has already released.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import secrets
@@ -67,18 +66,6 @@ anything and ``run`` polls again)."""
 class _Retry(BaseException):
     """``take`` found the lease held elsewhere: give the thread back, poll again later. A
     ``BaseException`` so no ``except Exception`` in an attempt can swallow it."""
-
-
-async def _uncancelled(future: asyncio.Future[T]) -> T:
-    """Await a worker thread's result; if the awaiting task is cancelled, still wait for the
-    thread (it cannot be stopped, and the session's local lock must stay held until its lease
-    is released), then re-raise the cancellation."""
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(future)
-        raise
 
 
 class Busy(Exception):
@@ -171,7 +158,7 @@ class SessionLocks:
         async with self._local_turn(session_id, deadline):
             while True:
                 try:
-                    return await _uncancelled(pool.submit(once))
+                    return await pool.submit(once)  # not cancellable: see threads.Pending
                 except _Retry:
                     pass
                 left = deadline - time.monotonic()

@@ -26,9 +26,19 @@ T = TypeVar("T")
 _STOP = object()
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.cancelled():
-        return
+class Pending(asyncio.Future[T]):
+    """A worker thread's answer that a cancelled wait cannot drop: ``cancel()`` refuses, so a
+    task cancelled while awaiting it is cancelled only once the call has returned (asyncio
+    then raises ``CancelledError`` in the task instead of handing it the result). That is
+    what a turn needs — the session's local lock stays held until its lease is released —
+    without an ``asyncio.shield`` around every turn, whose extra future costs the event loop
+    one more pass per turn."""
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False
+
+
+def _settle(future: Pending[Any], result: Any, error: BaseException | None) -> None:
     if error is not None:
         future.set_exception(error)
     else:
@@ -56,11 +66,12 @@ class TurnThreads:
         self._lock = threading.Lock()
         self._closed = False
 
-    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+    def submit(self, fn: Callable[[], T]) -> Pending[T]:
         """Run ``fn()`` on a thread; the returned future (of the running loop) gets its result
-        or exception. Cancelling the future does not stop ``fn``: it runs to its end."""
+        or exception. It cannot be cancelled: ``fn`` runs to its end and a task awaiting it is
+        cancelled once it has (``Pending``)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
+        future: Pending[T] = Pending(loop=loop)
         call = (loop, future, fn)
         with self._lock:
             if self._closed:
@@ -86,17 +97,21 @@ class TurnThreads:
                 result, error = fn(), None
             except BaseException as e:  # handed to the awaiting task, which re-raises it
                 result, error = None, e
+            # idle (or the backlog's next call taken) before the answer goes out: a client that
+            # sends its next turn as soon as it has this one's finds this thread free, rather
+            # than starting another one while this thread waits for the GIL to file itself
+            with self._lock:
+                call = self._backlog.popleft() if self._backlog else None
+                stop = call is None and self._closed
+                if call is None and not stop:
+                    self._idle.append(inbox)
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for this answer
                 loop.call_soon_threadsafe(_settle, future, result, error)
-            del call, future, fn, result, error
-            with self._lock:
-                if self._backlog:
-                    call = self._backlog.popleft()
-                    continue
-                if self._closed:
-                    return
-                self._idle.append(inbox)
-            call = inbox.get()
+            del future, fn, result, error
+            if stop:
+                return
+            if call is None:
+                call = inbox.get()
 
     def shutdown(self) -> None:
         """Let every queued call finish, then stop the threads (waits for them)."""
