@@ -448,6 +448,47 @@ def test_non_loopback_without_token_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "state.db").exists()
 
 
+def test_a_client_that_hangs_up_mid_turn_still_gets_its_turn_committed_and_the_session_freed(
+        cluster: Cluster) -> None:
+    """A JSON turn runs in its request's own task: the client leaving must neither cut the turn
+    between its store writes nor leave the session's lock or lease held."""
+    import socket
+
+    name = "openai-responses"
+    sid = cluster.create(name)
+    host, port = cluster.a.removeprefix("http://").rsplit(":", 1)
+    body = orjson.dumps({"content": "a slow one"})
+    before = len(cluster.emu.requests(name))
+    cluster.emu.state.set_control(name, delay=0.2)
+    try:
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(f"POST /v1/sessions/{sid}/messages HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                         f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            deadline = time.monotonic() + 10
+            while len(cluster.emu.requests(name)) == before and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(cluster.emu.requests(name)) > before, "the turn never reached the provider"
+        # the client is gone while the first model call is still being answered
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with cluster.store() as s:
+                roles = [m.role for m in s.load(sid)]
+            if roles and roles[-1] == "assistant" and "tool" in roles:
+                break
+            time.sleep(0.05)
+    finally:
+        cluster.emu.state.set_control(name, delay=0.0)
+    assert roles == ["user", "assistant", "tool", "assistant"], roles
+    with cluster.client(cluster.a) as c:
+        r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "and again", "wait_s": 2})
+        assert r.status_code == 200, r.text
+        assert c.get("/healthz").json()["turns_running"] == 0
+    with cluster.store() as s:
+        assert s.lease_holder(sid) is None
+        assert [m.role for m in s.load(sid)][4:] == ["user", "assistant", "tool", "assistant"]
+
+
 def test_sigterm_mid_turn_finishes_the_turn(cluster: Cluster) -> None:
     name = "gemini-vertex"
     proc, base, err = start_process(cluster.home, "--allow-base-url", cluster.emu.root)

@@ -242,18 +242,29 @@ class GatewayState:
 
     # ----------------------------------------------------------------- turns
 
-    def start_turn(self, req: TurnRequest, *, events: bool) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
+    def start_turn(self, req: TurnRequest) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
         job = TurnJob(self.locks, req, lambda on_event, take: self.run_turn(req, on_event, take), self.pool,
-                      wait_s=req.wait_s, events=events)
+                      wait_s=req.wait_s)
         task = asyncio.create_task(job.run())
         self.jobs.add(task)
         task.add_done_callback(_finished(self.jobs))
         return job, task
 
     async def turn_json(self, req: TurnRequest) -> dict[str, Any]:
-        _, task = self.start_turn(req, events=False)
-        # shield: a client that hangs up does not cancel the turn; it finishes and commits
-        return await asyncio.shield(task)
+        """A turn answered with one JSON body, run in the request's own task: no task, queue
+        or shield of its own (each cost the event loop a pass per turn). A client that hangs
+        up does not stop it: nothing cancels a request's task when its client leaves, and
+        were it cancelled (a shutdown past its grace period), the wait for the worker thread
+        cannot be cut short (``threads.Pending``): the turn commits and its lease is
+        released. ``drain`` waits for it like any other turn."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.jobs.add(task)
+        try:
+            return await self.locks.run(req.session_id, lambda take: self.run_turn(req, None, take), pool=self.pool,
+                                        wait_s=req.wait_s)
+        finally:
+            self.jobs.discard(task)
 
     async def turn_once(self, req: TurnRequest, key: str, digest: str) -> dict[str, Any]:
         """``turn_json`` under an ``Idempotency-Key``: a repeat gets the first outcome. A failure
@@ -278,7 +289,7 @@ class GatewayState:
 
     async def turn_events(self, req: TurnRequest) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Wait for the lock (errors raise before any byte is sent), then yield the events."""
-        job, task = self.start_turn(req, events=True)
+        job, task = self.start_turn(req)
         waiters: set[asyncio.Future[Any]] = {job.locked, task}
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         if task.done() and not job.locked.done():
@@ -449,11 +460,12 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         state.pool.shutdown()
         state.transport.close()
 
+    turn = endpoint(messages)
     routes = [
         Route("/healthz", endpoint(healthz, auth=False), methods=["GET"]),
         Route("/v1/sessions", endpoint(create), methods=["POST"]),
         Route("/v1/sessions/{sid}", endpoint(show), methods=["GET"]),
-        Route("/v1/sessions/{sid}/messages", endpoint(messages), methods=["POST"]),
+        Route("/v1/sessions/{sid}/messages", turn, methods=["POST"]),
         Route("/v1/sessions/{sid}/branch", endpoint(branch), methods=["POST"]),
         Route("/v1/sessions/{sid}/compress", endpoint(compress), methods=["POST"]),
         Route("/v1/chat/completions", endpoint(completions, openai=True), methods=["POST"]),

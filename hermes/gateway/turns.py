@@ -3,8 +3,10 @@
 One worker-thread call per turn does the checks, takes the lease, runs the turn and releases
 the lease (``SessionLocks.run``): the event loop only parses HTTP and waits.
 
-A ``TurnJob`` is an asyncio task of its own, not part of the HTTP request: if the client goes
-away mid-stream, the turn still runs to its end and commits, and the lock is still released.
+A streamed turn is a ``TurnJob``, an asyncio task of its own, not part of the HTTP response: if
+the client goes away mid-stream (Starlette then cancels the response), the turn still runs to
+its end and commits, and the lock is still released. A JSON turn needs no task of its own
+(``GatewayState.turn_json``).
 The agent commits each step in one transaction, and the worker thread cannot be cancelled,
 so a turn is never cut between its store writes by anything short of a killed process.
 
@@ -107,21 +109,19 @@ def loop_sink(loop: asyncio.AbstractEventLoop, put: Callable[[tuple[str, dict[st
 
 @dataclass
 class TurnJob:
-    """Runs ``work(on_event, take)`` in one worker-thread call under the session's lease
-    (``SessionLocks.run``): ``work`` does its checks, calls ``take()`` for the lease and runs the
-    turn. ``locked`` resolves once the lease is held — or fails with what refused the turn
-    before it, so a streamed response can still answer with an HTTP error. Events are mapped
-    and queued only when ``events`` is set (a streamed response): a JSON turn pays nothing for
-    them."""
+    """A streamed turn: runs ``work(on_event, take)`` in one worker-thread call under the
+    session's lease (``SessionLocks.run``): ``work`` does its checks, calls ``take()`` for the
+    lease and runs the turn. ``locked`` resolves once the lease is held — or fails with what
+    refused the turn before it, so the response can still answer with an HTTP error. The
+    turn's events are mapped and queued for the response as they happen."""
 
     locks: SessionLocks
     request: TurnRequest
-    work: Callable[[EventSink | None, Take], dict[str, Any]]
+    work: Callable[[EventSink, Take], dict[str, Any]]
     pool: TurnThreads
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     wait_s: float | None = None
-    events: bool = True
     held: bool = False
     """Set on the worker thread once the lease is held; read on the loop after the call returns."""
 
@@ -131,16 +131,13 @@ class TurnJob:
 
     async def run(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
-        on_event: EventSink | None = None
-        if self.events:
-            on_event = event_mapper(loop_sink(loop, self.queue.put_nowait))
+        on_event = event_mapper(loop_sink(loop, self.queue.put_nowait))
 
         def attempt(take: Take) -> dict[str, Any]:
             def taking() -> tuple[Lease, SessionInfo]:
                 got = take()
                 self.held = True
-                if self.events:  # queued before any event of the turn: the order is kept
-                    loop.call_soon_threadsafe(self._locked)
+                loop.call_soon_threadsafe(self._locked)  # queued before any event of the turn: the order is kept
                 return got
 
             return self.work(on_event, taking)
