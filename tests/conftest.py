@@ -15,15 +15,33 @@ _KEY_VARS = [k for k in os.environ if k.endswith(("_API_KEY", "_TOKEN")) or k.st
 _real_connect = socket.socket.connect
 
 
+def _loopback_host(host: object) -> bool:
+    return isinstance(host, str) and (host.startswith("127.") or host in ("::1", "localhost"))
+
+
 def _loopback_only(self: socket.socket, address: object) -> object:
     host = address[0] if isinstance(address, tuple) else address
-    if (isinstance(host, str) and self.family in (socket.AF_INET, socket.AF_INET6)
-            and not (host.startswith("127.") or host in ("::1", "localhost"))):
+    if self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(host, str) and not _loopback_host(host):
         raise OSError(f"test tried to reach {host!r}: tests touch no network but loopback")
     return _real_connect(self, address)  # type: ignore[arg-type]
 
 
 socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+
+try:  # uvloop (the servers' event loop) connects in C, past socket.connect: guard it too
+    import uvloop
+except ImportError:  # pragma: no cover - a dependency
+    pass
+else:
+    _real_create_connection = uvloop.Loop.create_connection
+
+    async def _loopback_create_connection(self: Any, factory: Any, host: Any = None, port: Any = None,
+                                          *args: Any, **kwargs: Any) -> Any:
+        if host is not None and not _loopback_host(host):
+            raise OSError(f"test tried to reach {host!r}: tests touch no network but loopback")
+        return await _real_create_connection(self, factory, host, port, *args, **kwargs)
+
+    uvloop.Loop.create_connection = _loopback_create_connection  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ import http.cookiejar
 import ssl
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -91,8 +91,8 @@ class _Connection(asyncio.Protocol):
 
     # --- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport (uvloop's is not an asyncio.Transport subclass, only alike)
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         try:
