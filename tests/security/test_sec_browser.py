@@ -49,6 +49,17 @@ def test_rebinding_cross_site_and_text_plain_are_refused(tmp_path: Path) -> None
         for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "LOCALHOST"):
             assert c.get("/healthz", headers={"host": host}).status_code == 200, host
         assert _count(home) == 2
+        # a turn's route is served below Starlette's router (gateway/fastpath.py): guarded alike
+        turn = f"/v1/sessions/{r.json()['id']}/messages"
+        hi = b'{"content": "hi"}'
+        r = c.post(turn, content=hi, headers={"origin": "https://attacker.example", "content-type": "application/json"})
+        assert r.status_code == 403 and r.json()["error"]["type"] == "forbidden_origin", r.text
+        r = c.post(turn, content=hi, headers={"host": "attacker.example", "content-type": "application/json"})
+        assert r.status_code == 421, r.text
+        assert c.post(turn, content=hi, headers={"content-type": "text/plain"}).status_code == 415
+        assert c.get(turn).status_code == 405 and c.post(f"{turn}/more", content=hi).status_code == 404
+        with sqlite3.connect(home / "state.db") as db:
+            assert db.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
 
 
 def test_configured_hosts_and_origins_are_accepted(tmp_path: Path) -> None:
