@@ -3,7 +3,7 @@
 ``TurnThreads`` replaces ``run_in_executor``: what must hold is what a turn relies on — the
 result or the exception comes back to the awaiting task (``BaseException`` too: the lease
 poller's retry signal is one), a cancelled wait does not stop the call (a turn is never cut
-between its store writes), at most ``size`` calls run at once, and shutdown lets queued calls
+between its store writes) nor end before it, at most ``size`` calls run at once, and shutdown lets queued calls
 finish. ``loop_sink`` carries a streamed turn's events to the loop: every event arrives, in
 order, and the loop is woken once per batch rather than once per event.
 """
@@ -47,6 +47,41 @@ def test_results_and_exceptions_come_back_to_the_awaiting_task() -> None:
         # the thread survived both: it still answers
         assert await asyncio.gather(*(threads.submit(partial(pow, i, 2)) for i in range(20))) == [
             i * i for i in range(20)]
+
+    asyncio.run(main())
+    threads.shutdown()
+
+
+def test_a_task_cancelled_mid_call_ends_only_once_the_call_has_returned() -> None:
+    """What ``SessionLocks.run`` relies on without a shield: the session's local lock (held by
+    the awaiting task) must outlive the turn's thread, so the task's cancellation takes effect
+    only after the call returned — and the task then ends cancelled, not with the result."""
+    threads = TurnThreads(2)
+    release = threading.Event()
+    returned: list[float] = []
+
+    def work() -> str:
+        release.wait(5)
+        returned.append(time.monotonic())
+        return "committed"
+
+    async def main() -> None:
+        lock = asyncio.Lock()
+
+        async def turn() -> str:
+            async with lock:
+                return await threads.submit(work)
+
+        task = asyncio.create_task(turn())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.sleep(0.1)
+        assert not task.done() and lock.locked(), "the task gave up its lock while the call still ran"
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        ended = time.monotonic()
+        assert returned and returned[0] <= ended and not lock.locked()
 
     asyncio.run(main())
     threads.shutdown()
