@@ -57,8 +57,11 @@ __all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
 
 _HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
                   "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding"})
-_HOP_BACK = frozenset({"content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
-                       "upgrade", "proxy-connection"})
+_HOP_BACK = frozenset({b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer",
+                       b"upgrade", b"proxy-connection"})
+"""The upstream's headers not relayed to the client, as ``_back`` meets them (raw bytes)."""
+_HOP_BACK_DECODED = _HOP_BACK | {b"content-encoding"}
+"""The same when the body was decoded here: its encoding is not relayed either."""
 _AUTH = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
 
 
@@ -314,8 +317,8 @@ def _back(response: Response, headers: httpx.Headers, *, decoded: bool) -> Respo
     """``response`` with the upstream's headers for the client, as the upstream sent them
     (raw bytes; a repeated header such as ``Set-Cookie`` stays repeated, not joined with
     commas), minus hop-by-hop ones and, when the body was decoded here, its encoding."""
-    skip = _HOP_BACK | {"content-encoding"} if decoded else _HOP_BACK
-    response.raw_headers.extend((k.lower(), v) for k, v in headers.raw if k.decode("latin-1").lower() not in skip)
+    skip = _HOP_BACK_DECODED if decoded else _HOP_BACK
+    response.raw_headers.extend((k.lower(), v) for k, v in headers.raw if k.lower() not in skip)
     return response
 
 

@@ -233,9 +233,9 @@ class Upstreams:
         port = parts.port or (443 if scheme == "https" else 80)
         key = (scheme, parts.hostname, port)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
-        if ":" in parts.hostname:
-            host = f"[{parts.hostname}]" + (f":{parts.port}" if parts.port else "")
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # an IPv6 literal
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
         lines = [f"POST {target} HTTP/1.1", f"Host: {host}", f"Content-Length: {len(content)}"]
         lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() not in ("host", "content-length")]
         text = "\r\n".join(lines)
@@ -247,8 +247,10 @@ class Upstreams:
 
     async def _exchange(self, conn: _Connection, head: bytes, content: bytes) -> UpstreamResponse:
         assert conn.transport is not None
-        conn.transport.write(head + content if len(content) < 65536 else head)
-        if len(content) >= 65536:
+        if len(content) < 65536:  # one write, one segment; a large body is not copied to join it
+            conn.transport.write(head + content)
+        else:
+            conn.transport.write(head)
             conn.transport.write(content)
         try:
             while not conn.headers_done:
