@@ -16,7 +16,7 @@ import os
 import signal
 import socket
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..config import Config
 from ..errors import ConfigError
@@ -66,6 +66,46 @@ def gateway_token(config: Config) -> str | None:
     if token:
         register_secret(token)
     return token
+
+
+class HeadHeld:
+    """The transport a request's response is written to, holding the response's head back
+    until its body follows, so that a whole response leaves in one write: uvicorn writes the
+    status line and headers as soon as the app sends them, then the body, and on a socket with
+    ``TCP_NODELAY`` each write is its own send, its own segment and its own wake-up of a client
+    waiting for the answer. A head is held at most until the end of the event loop's current
+    pass (a streamed response's head goes out before its first event is ready)."""
+
+    __slots__ = ("first", "held", "loop", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self.loop = loop
+        self.held: bytes | None = None
+        self.first = True
+
+    def write(self, data: bytes) -> None:
+        if self.held is not None:
+            data, self.held = self.held + data, None
+        elif self.first:  # the head (or a "100 Continue"): what follows at once goes with it
+            self.first = False
+            self.held = data
+            self.loop.call_soon(self.flush)
+            return
+        self.transport.write(data)
+
+    def flush(self) -> None:
+        if self.held is not None:
+            data, self.held = self.held, None
+            if not self.transport.is_closing():
+                self.transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
 
 
 def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyncio.Protocol]:
@@ -124,6 +164,8 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
             getattr(super(), headers_done)()
             if self.cycle is not None and self.cycle is not before:
                 self._disarm()  # headers complete: the body has its own deadline (read_json)
+                # the cycle only writes, closes and asks is_closing(): what HeadHeld has
+                self.cycle.transport = cast(asyncio.Transport, HeadHeld(self.transport, self.loop))
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
