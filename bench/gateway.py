@@ -17,11 +17,12 @@ The children take commands on stdin, so direct and gateway are measured **altern
 the same minute**, never one long run after the other: this machine has 2 cores shared with
 other work, and its load moves between minutes. Each run:
 
-1. **32 sessions** x TURNS turns at once, direct and gateway one after the other (the order
-   alternates between runs): turns per second of each (the throughput ratio), CPU per turn
-   of the gateway process over the direct process, and then the gateway's peak RSS
-   (``VmHWM``) while it holds those 32 sessions hot (the direct process's, same sessions in
-   its own memory, beside it);
+1. **32 sessions** x TURNS turns at once, two bursts a side in the order A B B A (which side
+   is A alternates between runs): turns per second of each over its two bursts (the
+   throughput ratio; each pair's own ratio is printed too), CPU per turn of the gateway
+   process over the direct process, and each side's peak RSS (``VmHWM``) after its first
+   burst, holding those 32 sessions hot (the direct process the same sessions in its own
+   memory). Every burst, on either side, starts on fresh sessions;
 2. **16 sessions** the same way: p99 of each, and p99 added = gateway p99 minus direct p99;
 3. **1 session in lock-step**: PAIRS turns, each a direct turn and a gateway turn back to
    back (which goes first alternates), so both halves of a pair see the same machine. Added
@@ -212,10 +213,6 @@ class Clients(Side):
         control.close()
         self.conns = [Conn(self.base) for _ in range(n)]
 
-    def burst(self, turns: int) -> dict[str, Any]:
-        self.new(self.sessions)
-        return super().burst(turns)
-
     def turn(self, i: int, j: int) -> float:
         body = orjson.dumps({"content": f"turn {j}"})
         t = time.perf_counter()
@@ -315,21 +312,34 @@ def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int) 
     out: dict[str, float] = {"load_before": os.getloadavg()[0]}
     try:
         for n in (32, 16):
-            for name in order:
-                sides[name].ask(op="new", n=n)
-            for name in order:
+            # at 32 sessions two bursts a side, A B B A: a drift of the machine's load over the
+            # four cancels out, and each side's figure pools two bursts (one burst of a side
+            # differs from the next by up to ±8% at load 1-2)
+            sequence = (*order, *order[::-1]) if n == 32 else order
+            pooled: dict[str, dict[str, Any]] = {name: {"lat": [], "wall": 0.0, "cpu": 0.0, "emu": 0.0, "tps": []}
+                                                 for name in order}
+            for name in sequence:
+                sides[name].ask(op="new", n=n)  # fresh sessions for every burst, on both sides
                 cpu, emu = cpu_seconds(pids[name]), time.process_time()
                 data = sides[name].ask(op="burst", turns=turns)
-                cpu, emu = cpu_seconds(pids[name]) - cpu, time.process_time() - emu
-                lat = data["lat"]
-                out[f"{name}_tps_{n}"] = len(lat) / data["wall"]
+                acc = pooled[name]
+                acc["cpu"] += cpu_seconds(pids[name]) - cpu
+                acc["emu"] += time.process_time() - emu
+                acc["lat"] += data["lat"]
+                acc["wall"] += data["wall"]
+                acc["tps"].append(len(data["lat"]) / data["wall"])
+                if n == 32 and len(acc["tps"]) == 1:  # holding 32 sessions (and the warm-up one)
+                    out[f"{name}_rss_32"] = peak_rss_mb(pids[name]) or 0.0
+            for name, acc in pooled.items():
+                lat = acc["lat"]
+                out[f"{name}_tps_{n}"] = len(lat) / acc["wall"]
                 out[f"{name}_p50_{n}"] = pct(lat, 50) * 1000
                 out[f"{name}_p99_{n}"] = pct(lat, 99) * 1000
-                out[f"{name}_cpu_{n}"] = cpu / len(lat) * 1000
-                out[f"{name}_emu_cpu_{n}"] = emu / len(lat) * 1000
-            if n == 32:  # both now hold 32 sessions (and their one warm-up session)
-                out["gateway_rss_32"] = peak_rss_mb(gw.pid) or 0.0
-                out["direct_rss_32"] = peak_rss_mb(direct.pid) or 0.0
+                out[f"{name}_cpu_{n}"] = acc["cpu"] / len(lat) * 1000
+                out[f"{name}_emu_cpu_{n}"] = acc["emu"] / len(lat) * 1000
+            if n == 32:  # each pair's own ratio, printed beside the pooled one
+                for k in (0, 1):
+                    out[f"throughput_32_pair{k + 1}"] = pooled["gateway"]["tps"][k] / pooled["direct"]["tps"][k]
         for name in order:
             sides[name].ask(op="new", n=1)
         cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
@@ -396,13 +406,15 @@ def main() -> None:
                     row.append(f"{v:>10.1f}" if v is not None else f"{'':>10}")
             row += [f"{r[f'direct_cpu_{n}']:>10.2f}", f"{r[f'gateway_cpu_{n}']:>10.2f}"]
             print("  ".join(row))
-    print("(ms; t/s = turns per second over the burst's wall time; cpu = CPU ms per turn of the direct process / "
-          "the gateway process, which moves far less with the machine's load than wall time; at 1 session the "
-          "turns run in lock-step pairs, so there is no throughput)")
+    print("(ms; t/s = turns per second over the bursts' wall time (at 32 sessions two bursts a side, A B B A); "
+          "cpu = CPU ms per turn of the direct process / the gateway process, which moves far less with the "
+          "machine's load than wall time; at 1 session the turns run in lock-step pairs, so there is no throughput)")
     for i, r in enumerate(runs, 1):
         print(f"  run {i}: emulator CPU per turn at 32 sessions {r['direct_emu_cpu_32']:.1f} ms (direct) vs "
               f"{r['gateway_emu_cpu_32']:.1f} ms (gateway): it answers both alike; peak RSS holding 32 sessions: "
-              f"gateway {r['gateway_rss_32']:.1f} MiB, direct {r['direct_rss_32']:.1f} MiB")
+              f"gateway {r['gateway_rss_32']:.1f} MiB, direct {r['direct_rss_32']:.1f} MiB; throughput ratio of "
+              f"each burst pair {r['throughput_32_pair1']:.2f} and {r['throughput_32_pair2']:.2f} "
+              f"(pooled {r['throughput_32']:.2f})")
     col = {k: [r[k] for r in runs] for k in runs[0]}
     print(f"gateway p50_added_ms_1 {spread(col['added_p50_1'], '.2f')}  "
           "[median of per-pair differences, gateway − direct, 1 session; target ≤ 2 ms]")
