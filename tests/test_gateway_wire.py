@@ -87,3 +87,20 @@ def test_whole_responses_leave_in_one_segment_and_streams_still_arrive_in_order(
     assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
     events = [line.split(b": ", 1)[1] for line in rest.split(b"\n") if line.startswith(b"event: ")]
     assert events[-1] == b"done" and b"text" in events, events
+
+
+def test_a_client_that_waits_for_100_continue_gets_it_before_it_sends_the_body(hermes_home: Path) -> None:
+    """The interim "100 Continue" is the first thing written for its request, so it is held like
+    a head; the client sends nothing more until it arrives, so it must leave on its own."""
+    body = orjson.dumps({"provider": "deepseek", "model": "deepseek-v4-pro"})
+    with gateway(hermes_home, Config()) as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+            assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            sock.sendall(body)
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 201"), answer
