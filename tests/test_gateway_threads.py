@@ -2,9 +2,9 @@
 
 ``TurnThreads`` replaces ``run_in_executor``: what must hold is what a turn relies on — the
 result or the exception comes back to the awaiting task (``BaseException`` too: the lease
-poller's retry signal is one), a cancelled wait does not stop the call (a turn is never cut
-between its store writes) nor end before it, at most ``size`` calls run at once, and shutdown lets queued calls
-finish. ``loop_sink`` carries a streamed turn's events to the loop: every event arrives, in
+poller's retry signal is one), a cancelled wait neither stops the call (a turn is never cut
+between its store writes) nor ends before it, at most ``size`` calls run at once, and
+shutdown lets queued calls finish. ``loop_sink`` carries a streamed turn's events to the loop: every event arrives, in
 order, and the loop is woken once per batch rather than once per event.
 """
 

@@ -85,14 +85,15 @@ class HeadHeld:
         self.first = True
 
     def write(self, data: bytes) -> None:
-        if self.held is not None:
-            data, self.held = self.held + data, None
+        if self.held is not None:  # one writev: a large body is not copied to join its head
+            head, self.held = self.held, None
+            self.transport.writelines((head, data))
         elif self.first:  # the head (or a "100 Continue"): what follows at once goes with it
             self.first = False
             self.held = data
             self.loop.call_soon(self.flush)
-            return
-        self.transport.write(data)
+        else:
+            self.transport.write(data)
 
     def flush(self) -> None:
         if self.held is not None:
