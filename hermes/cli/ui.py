@@ -39,7 +39,7 @@ def ui(port: int, open_browser: bool) -> None:
 
     app = Starlette(routes=[Route("/", root), Mount("/ui", app=create_ui(store))])
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                           timeout_graceful_shutdown=2))
+                                           proxy_headers=False, timeout_graceful_shutdown=2))
     original_startup = server.startup
 
     async def startup(sockets: list | None = None) -> None:  # type: ignore[type-arg]

@@ -183,10 +183,16 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
 
 def uvicorn_config(app: Any, options: GatewayOptions, *, log_level: str = "warning",
                    graceful_s: int | None = None) -> Any:
-    """The one uvicorn configuration every gateway runs with (``serve`` and the tests)."""
+    """The one uvicorn configuration every gateway runs with (``serve`` and the tests).
+
+    ``proxy_headers=False``: uvicorn otherwise takes a request's client address from its
+    ``X-Forwarded-For`` header whenever the connection comes from 127.0.0.1, so any local
+    process could name a new address with each wrong token and never wait for the auth
+    throttle's back-off (which is kept per address). Behind a reverse proxy every client then
+    shares the proxy's address: wrong tokens back off together, right ones never wait."""
     import uvicorn
 
-    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on",
+    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", proxy_headers=False,
                           timeout_graceful_shutdown=graceful_s, limit_concurrency=None,
                           http=guarded_protocol(options.header_timeout_s, options.max_connections),
                           timeout_keep_alive=max(1, int(options.header_timeout_s)))

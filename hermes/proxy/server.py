@@ -21,10 +21,11 @@ _MAX_CONNECTIONS = 1024
 
 
 def _config(app: Any, log_level: str) -> Any:
-    """uvicorn as the gateway runs it: header deadline and connection cap against slow clients."""
+    """uvicorn as the gateway runs it: header deadline and connection cap against slow clients,
+    the peer's own address (no ``X-Forwarded-For``; see ``gateway.server.uvicorn_config``)."""
     import uvicorn
 
-    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", limit_concurrency=None,
+    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", limit_concurrency=None, proxy_headers=False,
                           timeout_graceful_shutdown=5, http=guarded_protocol(_HEADER_TIMEOUT_S, _MAX_CONNECTIONS),
                           timeout_keep_alive=int(_HEADER_TIMEOUT_S))
 

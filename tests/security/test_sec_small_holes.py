@@ -1,6 +1,7 @@
 """Item 8: the smaller holes, each attacked for real.
 
-* a one-character token for a public bind; repeated wrong tokens answered at full speed;
+* a one-character token for a public bind; repeated wrong tokens answered at full speed (also
+  when each names a new address in ``X-Forwarded-For``);
 * a key with ``\\r`` or a non-ASCII character leaking verbatim in an error;
 * model and provider text printed with its escape sequences (OSC 52 writes the clipboard);
 * ``branch`` with ``upto_seq`` out of range (500), ``compress`` with ``keep_last: -1``,
@@ -37,11 +38,15 @@ def test_public_bind_needs_a_long_token(tmp_path: Path) -> None:
 
 
 def test_repeated_wrong_tokens_are_slowed_down(tmp_path: Path) -> None:
+    """Each guess names a new client address in ``X-Forwarded-For``: the back-off is kept per
+    address, and a server that believed the header from a loopback peer (uvicorn's default)
+    would give every guess a fresh one."""
     token = "a-good-long-token-0123456789"
     with gateway(tmp_path / "gw", token=token) as base, httpx.Client(base_url=base, timeout=30) as c:
         started = time.monotonic()
         for i in range(8):
-            assert c.get("/v1/sessions/abc", headers={"authorization": f"Bearer guess{i}"}).status_code == 401
+            forged = {"authorization": f"Bearer guess{i}", "x-forwarded-for": f"203.0.113.{i + 1}"}
+            assert c.get("/v1/sessions/abc", headers=forged).status_code == 401
         guessing = time.monotonic() - started
         t = time.monotonic()
         r = c.get("/v1/sessions/abcdefabcdef", headers={"authorization": f"Bearer {token}"})
