@@ -31,7 +31,7 @@ import orjson
 
 from .errors import redact
 from .messages import Reasoning
-from .paths import logs_dir
+from .paths import logs_dir, user_dir
 
 __all__ = [
     "LOG_NAME",
@@ -228,10 +228,13 @@ def carried_summary(rec: Mapping[str, Any]) -> str:
 
 
 def _get_logger() -> logging.Logger:
+    """The log's logger for the current ``HERMES_HOME``; its directory is made only when the
+    file is opened (making it on every event cost a turn two ``stat`` and ``mkdir`` calls)."""
     global _logger
-    path = logs_dir() / LOG_NAME
+    path = user_dir(create=False) / "logs" / LOG_NAME
     if _logger is not None and getattr(_logger, "_hermes_path", None) == path:
         return _logger
+    logs_dir()
     logger = logging.getLogger(f"hermes.requests.{path}")
     logger.propagate = False
     logger.setLevel(logging.INFO)
