@@ -9,6 +9,8 @@ context, so a stale run is never sent.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import tempfile
 from dataclasses import replace
 from itertools import pairwise
@@ -140,6 +142,22 @@ def _cold(store, sid, loaded, target, learned=Learned(), s=Settings()):
     body, plan = _build(loaded, target, learned, s, memo)
     assert body == _build(loaded, target, learned, s, None)[0]
     return n, _kept_runs(plan)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(ROUTE_KEYS), st.sampled_from(MODELS), LEARNED)
+def test_a_context_remembered_for_an_object_is_the_one_it_has(key, model, learned):
+    """``context`` remembers a target's form by the object: asked again, and asked for an
+    equal object it has not seen, it answers what its definition says (the persisted keys of
+    kept runs depend on these bytes), and a changed copy still gets another context."""
+    from hermes.replay.memo import FORMAT, _plain
+
+    target = _target(key, model)
+    defined = hashlib.sha256(orjson.dumps([FORMAT, _plain((target, learned))])).digest()[:16]
+    assert context(target, learned) == context(target, learned) == defined
+    assert context(copy.deepcopy(target), learned) == defined
+    other = replace(target, route=replace(target.route, carriers=target.route.carriers ^ {"reasoning"}))
+    assert context(other, learned) != defined
 
 
 @pytest.mark.parametrize("change", ["row", "profile", "model", "lesson", "host"])

@@ -53,26 +53,66 @@ _KEEP_CONTEXTS = 2
 and back, or a lesson learned mid-turn, does not start from nothing)."""
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
-    """A JSON-able, process-independent form of a route/profile/lesson value."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__name__, {f.name: _plain(getattr(value, f.name)) for f in fields(value)}]
-    if isinstance(value, Mapping):
+    """A JSON-able, process-independent form of a route/profile/lesson value. Concrete types
+    are tested before ``Mapping``, whose ABC check cost each value a few microseconds."""
+    if type(value) in _SCALARS:
+        return value
+    if type(value) is dict:
         return [[_plain(k), _plain(v)] for k, v in value.items()]
     if isinstance(value, frozenset | set):
         return sorted((_plain(v) for v in value), key=lambda v: orjson.dumps(v))
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__, {f.name: _plain(getattr(value, f.name)) for f in fields(value)}]
+    if isinstance(value, Mapping):
+        return [[_plain(k), _plain(v)] for k, v in value.items()]
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return repr(value)
 
 
+_SEEN: dict[int, tuple[Any, bytes]] = {}
+"""``id(value) -> (value, its JSON form)`` for the large frozen objects ``context`` was given."""
+
+_SEEN_MAX = 256
+_SEEN_MIN_BYTES = 512
+"""Smaller forms are cheap to make again (a ``Learned``, made afresh for every request)."""
+
+
+def _fragment(value: Any) -> bytes:
+    """``orjson.dumps(_plain(value))``, made once per object when ``value`` is a frozen
+    dataclass: a resolved target (its route row and profile, some fifty fields deep) took
+    250–330 µs to flatten, and a turn asks for its context about eight times — some 15% of a
+    turn's CPU. Runtime hands out the same ``Resolved`` object for the same route, and a frozen
+    object's fields cannot be reassigned, so the form of an object seen before is still its
+    form (its mappings are read-only by contract: nothing in Hermes writes into a route row).
+    The entry holds the object itself, so its id cannot be reused while the entry lives."""
+    frozen = getattr(getattr(value, "__dataclass_params__", None), "frozen", False) and not isinstance(value, type)
+    if frozen:
+        seen = _SEEN.get(id(value))
+        if seen is not None and seen[0] is value:
+            return seen[1]
+    out = orjson.dumps(_plain(value))
+    if frozen and len(out) >= _SEEN_MIN_BYTES:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[id(value)] = (value, out)
+    return out
+
+
 def context(*values: Any) -> bytes:
     """The fingerprint of everything a request's per-message results depend on besides the
     message itself: ``context(target, learned)``. Stable across processes (sets are sorted,
-    no ``hash()``), so it can key persisted results too."""
-    return hashlib.sha256(orjson.dumps([FORMAT, _plain(values)])).digest()[:16]
+    no ``hash()``), so it can key persisted results too. The bytes hashed are
+    ``orjson.dumps([FORMAT, [_plain(v) for v in values]])``, put together from each value's
+    own form (orjson's compact output is the concatenation of its items' with commas)."""
+    body = b"[%d,[" % FORMAT + b",".join(_fragment(v) for v in values) + b"]]"
+    return hashlib.sha256(body).digest()[:16]
 
 
 def render_context(route: Any) -> tuple[str, str, str]:
