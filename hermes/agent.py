@@ -94,14 +94,16 @@ class Agent:
         ctx = None if self.compactor is None else self._compact_context(session_id)
         pending: list[Message] = [Message.user(user_text)]
         result = TurnResult(session_id, "", 0, "step_limit")
-        learned = learned_for(self.store, session_id, resolved)
         for step in range(self.max_steps):
+            # what the route taught, read once a step (another process may have learned since
+            # the last) and again after a refusal taught something: the restore, the preflight
+            # estimate and the request all plan with the same lessons
+            learned = learned_for(self.store, session_id, resolved)
             restore(self.cache, self.store, session_id, resolved, learned)  # kept results, once per context
             if self.compactor is not None and ctx is not None:
-                history = self.compactor.before_request(ctx, resolved, history, pending)
+                history = self.compactor.before_request(ctx, resolved, history, pending, learned=learned)
             retry = RetryState()
             while True:
-                learned = learned_for(self.store, session_id, resolved)
                 try:
                     ex = self._request(session_id, resolved, [*history, *pending], learned, step)
                     break
@@ -111,6 +113,7 @@ class Agent:
                         raise
                     result.learned.append(note)
                     self._emit(Learned(note))
+                    learned = learned_for(self.store, session_id, resolved)
             if self.compactor is not None and ctx is not None:
                 self.compactor.after_request(ctx, resolved, ex)
             assistant = ex.response.message
@@ -130,7 +133,8 @@ class Agent:
                 result.answer, result.stopped = assistant.text, "answer"
                 break
         result.history = history
-        keep(self.cache, self.store, session_id, resolved, learned, history)  # for the next process's build
+        if result.steps:  # for the next process's build
+            keep(self.cache, self.store, session_id, resolved, learned, history)
         return result
 
     def _request(self, session_id: str, resolved: Resolved, history: list[Message], learned: Any,

@@ -25,7 +25,7 @@ from .estimate import estimate_history, observe_usage, raw_plan_tokens, token_fa
 from .events import Compacted, Compacting, EventSink
 from .messages import Message
 from .provider import Exchange
-from .replay import BuildMemo, Settings
+from .replay import BuildMemo, Learned, Settings
 from .resolve import Resolved
 from .store import SessionStore
 from .transport import Transport
@@ -128,13 +128,15 @@ class AutoCompactor:
     def budget_for(self, resolved: Resolved) -> int:
         return context_budget(resolved, self.budget or 0)
 
-    def before_request(self, ctx: CompactContext, resolved: Resolved,
-                       history: list[Message], pending: list[Message]) -> list[Message]:
-        """The stored history to continue from (with a new checkpoint turn when one was needed)."""
+    def before_request(self, ctx: CompactContext, resolved: Resolved, history: list[Message],
+                       pending: list[Message], *, learned: Learned | None = None) -> list[Message]:
+        """The stored history to continue from (with a new checkpoint turn when one was needed).
+        ``learned``: the lessons the request will be planned with (read here when not given)."""
         from .rejections import learned_for
 
         budget = self.budget_for(resolved)
-        learned = learned_for(ctx.store, ctx.session_id, resolved)
+        if learned is None:
+            learned = learned_for(ctx.store, ctx.session_id, resolved)
         factor = token_factor(ctx.store, resolved)
         full = [*history, *pending]
         est = estimate_history(full, resolved, learned=learned, settings=ctx.settings, tools=ctx.tools,

@@ -251,8 +251,8 @@ class Recorder(AutoCompactor):
         self._predicted = 0
 
     def before_request(self, ctx: CompactContext, resolved: Any, history: list[Message],
-                       pending: list[Message]) -> list[Message]:
-        out = super().before_request(ctx, resolved, history, pending)
+                       pending: list[Message], **kw: Any) -> list[Message]:
+        out = super().before_request(ctx, resolved, history, pending, **kw)
         self._predicted = est.estimate_history([*out, *pending], resolved, tools=ctx.tools,
                                                factor=est.token_factor(ctx.store, resolved))
         return out
