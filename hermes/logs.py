@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
-import logging.handlers
-import os
 import time
 from array import array
 from collections.abc import Iterator, Mapping
@@ -30,6 +27,7 @@ from typing import Any
 import orjson
 
 from .errors import redact
+from .logfile import LogFile
 from .messages import Reasoning
 from .paths import logs_dir, user_dir
 
@@ -46,7 +44,7 @@ __all__ = [
 ]
 
 LOG_NAME = "hermes.log"
-_logger: logging.Logger | None = None
+_log: LogFile | None = None
 
 
 def _short(s: str) -> str:
@@ -227,31 +225,19 @@ def carried_summary(rec: Mapping[str, Any]) -> str:
     return "; ".join(bits) or "no reasoning"
 
 
-def _get_logger() -> logging.Logger:
-    """The log's logger for the current ``HERMES_HOME``; its directory is made only when the
-    file is opened (making it on every event cost a turn two ``stat`` and ``mkdir`` calls)."""
-    global _logger
+def _log_file() -> LogFile:
+    """The log file of the current ``HERMES_HOME``; its directory is made only when the file
+    is opened (making it on every event cost a turn two ``stat`` and ``mkdir`` calls)."""
+    global _log
     path = user_dir(create=False) / "logs" / LOG_NAME
-    if _logger is not None and getattr(_logger, "_hermes_path", None) == path:
-        return _logger
+    log = _log
+    if log is not None and log.path == path:
+        return log
     logs_dir()
-    logger = logging.getLogger(f"hermes.requests.{path}")
-    logger.propagate = False
-    logger.setLevel(logging.INFO)
-    for h in list(logger.handlers):
-        logger.removeHandler(h)
-        h.close()
-    old = os.umask(0o077)
-    try:
-        handler = logging.handlers.RotatingFileHandler(path, maxBytes=5_000_000, backupCount=3, encoding="utf-8")
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(handler)
-    logger._hermes_path = path  # type: ignore[attr-defined]
-    _logger = logger
-    return logger
+    if log is not None:
+        log.close()
+    _log = LogFile(path)
+    return _log
 
 
 def log_event(event: str, **data: Any) -> None:
@@ -259,7 +245,7 @@ def log_event(event: str, **data: Any) -> None:
     record = {"ts": round(time.time(), 3), "event": event, **data}
     line = redact(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS, default=str).decode())
     with contextlib.suppress(OSError):  # a read-only HERMES_HOME must not break a turn
-        _get_logger().info(line)
+        _log_file().write(line)
 
 
 def read_log(session: str | None = None, path: Path | None = None) -> Iterator[Mapping[str, Any]]:

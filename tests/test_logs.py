@@ -48,3 +48,24 @@ def test_opaque_fields_keep_the_first_eight_hashes_never_the_value() -> None:
     assert details["messages"] == 12 and len(details["hashes"]) == 8
     assert details["hashes"][0] in {short(blobs[0]), short(orjson.dumps(orjson.loads(blobs[0])).decode())}
     assert "sig0" not in orjson.dumps(rec).decode()
+
+
+def test_the_log_file_rotates_by_its_size_on_disk_and_keeps_three_old_files(tmp_path) -> None:
+    """Two writers on one file (two processes of one gateway) append whole lines and rotate
+    before a line would take the file past its size — the file's own, not what each wrote: ``hermes.log`` → ``.1`` → ``.2`` → ``.3``, the
+    oldest dropped; every file is readable by its owner only."""
+    from hermes.logfile import LogFile
+
+    path = tmp_path / "hermes.log"
+    a, b = LogFile(path, max_bytes=1000), LogFile(path, max_bytes=1000)
+    lines = [orjson.dumps({"n": i, "pad": "x" * 80}).decode() for i in range(60)]  # ~95 bytes each
+    for i, line in enumerate(lines):
+        (a if i % 2 else b).write(line)
+    a.close()
+    b.close()
+    kept = [path.with_name(f"hermes.log.{k}") for k in (3, 2, 1)] + [path]
+    assert all(p.exists() for p in kept) and not path.with_name("hermes.log.4").exists()
+    got = [orjson.loads(ln)["n"] for p in kept for ln in p.read_bytes().splitlines()]  # whole lines
+    assert got == list(range(60))[-len(got):] and 20 < len(got) < 60  # in order, only the oldest gone
+    assert all(900 < p.stat().st_size <= 1000 for p in kept[:-1])  # rotated at the shared size
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in kept)

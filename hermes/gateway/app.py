@@ -59,7 +59,7 @@ from ..store.lease import Lease
 from ..tools import Toolbox, ToolContext, load_toolbox
 from ..transport import Transport
 from ..views import session_view
-from .fastpath import TurnFastPath
+from .fastpath import TURN, FastPath
 from .guard import Guard, allowed_hosts
 from .http import (
     ApiError,
@@ -476,7 +476,7 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
     hosts = allowed_hosts(opts.bound_host, (*config.allowed_hosts, *opts.allowed_hosts))
     guard = Middleware(Guard, hosts=hosts, origins=(*config.allowed_origins, *opts.allowed_origins))
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found}, lifespan=lifespan,
-                    middleware=[guard, Middleware(TurnFastPath, handler=turn)])
+                    middleware=[guard, Middleware(FastPath, handler=turn, pattern=TURN)])
     app.state.gateway = state
     return app
 

@@ -1,12 +1,16 @@
-"""``POST /v1/sessions/{sid}/messages`` served without Starlette's router.
+"""The one request a server serves many times a second, handed to its handler without Starlette's router.
 
-A turn is the request a gateway serves many times a second, and what surrounds the handler is
-paid by every one of them: the exception middleware, the router trying each route's pattern in
-turn, the per-route request/response wrappers. This middleware sits right after the Host/Origin
-guard and hands a turn's request straight to the same handler the route would have called; every
-other request (a GET on the same path included, which still gets its 405) goes on through the
-router. The handler answers errors itself (``endpoint`` in ``app``), so nothing a turn could raise
-needed the layers skipped: what remains around it is the server-error middleware and the guard.
+What surrounds a handler is paid by every request: the exception middleware, the router trying
+each route's pattern in turn, the per-route request/response wrappers. ``FastPath`` sits right
+after the Host/Origin guard and hands a request with the given method whose path matches the
+given pattern straight to the handler the route would have called, with the same path
+parameters; every other request (the same path with another method included, which still gets
+its 405) goes on through the router. The handlers answer errors themselves (the gateway's
+``endpoint`` wrapper, the proxy's ``forward``), so nothing they raise needed the layers
+skipped: what remains around them is the server-error middleware and the guard.
+
+Used for the gateway's ``POST /v1/sessions/{sid}/messages`` (a turn) and the proxy's
+``POST /{route}/{rest}`` (a chat request).
 """
 
 from __future__ import annotations
@@ -18,25 +22,31 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["TurnFastPath"]
+__all__ = ["TURN", "FastPath"]
 
-_MESSAGES = re.compile(r"/v1/sessions/([^/]+)/messages")
-"""The route's own pattern: Starlette's ``{sid}`` matches one path segment."""
+TURN = re.compile(r"/v1/sessions/(?P<sid>[^/]+)/messages")
+"""The turn route's own pattern: Starlette's ``{sid}`` matches one path segment."""
 
 
-class TurnFastPath:
-    """ASGI middleware: a turn's POST goes to ``handler`` directly; anything else to ``app``."""
+class FastPath:
+    """ASGI middleware: a ``method`` request whose path fully matches ``pattern`` goes to
+    ``handler`` directly (the pattern's named groups become its path parameters); anything
+    else to ``app``."""
 
-    def __init__(self, app: Any, *, handler: Callable[[Request], Awaitable[Response]]) -> None:
+    def __init__(self, app: Any, *, handler: Callable[[Request], Awaitable[Response]], pattern: re.Pattern[str],
+                 method: str = "POST") -> None:
         self.app = app
         self.handler = handler
+        self.pattern = pattern
+        self.method = method
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
-            m = _MESSAGES.fullmatch(scope["path"])
+        if scope["type"] == "http" and scope["method"] == self.method and not scope.get("root_path"):
+            m = self.pattern.fullmatch(scope["path"])
             if m is not None:
-                scope["path_params"] = {"sid": m[1]}
+                scope["path_params"] = m.groupdict()
                 response = await self.handler(Request(scope, receive, send))
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
