@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import time
 from array import array
 from collections.abc import Iterator, Mapping
@@ -45,6 +46,7 @@ __all__ = [
 
 LOG_NAME = "hermes.log"
 _log: LogFile | None = None
+_log_home: str | None = None
 
 
 def _short(s: str) -> str:
@@ -226,18 +228,22 @@ def carried_summary(rec: Mapping[str, Any]) -> str:
 
 
 def _log_file() -> LogFile:
-    """The log file of the current ``HERMES_HOME``; its directory is made only when the file
-    is opened (making it on every event cost a turn two ``stat`` and ``mkdir`` calls)."""
-    global _log
-    path = user_dir(create=False) / "logs" / LOG_NAME
+    """The log file of the current ``HERMES_HOME`` (looked up by the variable's value: building
+    its path on every event cost a gateway turn more than writing the line); its directory is
+    made only when the file is opened."""
+    global _log, _log_home
+    home = os.environ.get("HERMES_HOME")
     log = _log
-    if log is not None and log.path == path:
+    if log is not None and home == _log_home:
         return log
-    logs_dir()
-    if log is not None:
-        log.close()
-    _log = LogFile(path)
-    return _log
+    path = user_dir(create=False) / "logs" / LOG_NAME
+    if log is None or log.path != path:
+        logs_dir()
+        if log is not None:
+            log.close()
+        log = _log = LogFile(path)
+    _log_home = home
+    return log
 
 
 def log_event(event: str, **data: Any) -> None:
