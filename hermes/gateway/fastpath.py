@@ -49,4 +49,3 @@ class FastPath:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
