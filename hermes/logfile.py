@@ -13,6 +13,7 @@ instead of rotating again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -60,12 +61,10 @@ class LogFile:
             return False
 
     def _rotate(self) -> None:
-        for i in range(self.backups - 1, 0, -1):
-            src = self.path.with_name(f"{self.path.name}.{i}")
-            if src.exists():
-                os.replace(src, self.path.with_name(f"{self.path.name}.{i + 1}"))
-        if self.path.exists():
-            os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        names = [self.path, *(self.path.with_name(f"{self.path.name}.{i}") for i in range(1, self.backups + 1))]
+        for i in range(self.backups - 1, -1, -1):  # .2 → .3, .1 → .2, the log → .1
+            with contextlib.suppress(FileNotFoundError):  # not made yet, or gone meanwhile
+                os.replace(names[i], names[i + 1])
 
     def _close(self) -> None:
         if self._f is not None:

@@ -30,7 +30,7 @@ import orjson
 from .errors import redact
 from .logfile import LogFile
 from .messages import Reasoning
-from .paths import logs_dir, user_dir
+from .paths import logs_dir
 
 __all__ = [
     "LOG_NAME",
@@ -236,7 +236,7 @@ def _log_file() -> LogFile:
     log = _log
     if log is not None and home == _log_home:
         return log
-    path = user_dir(create=False) / "logs" / LOG_NAME
+    path = logs_dir(create=False) / LOG_NAME
     if log is None or log.path != path:
         logs_dir()
         if log is not None:

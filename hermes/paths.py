@@ -32,7 +32,8 @@ def routes_path() -> Path:
     return user_dir(create=False) / "routes.toml"
 
 
-def logs_dir() -> Path:
-    path = user_dir() / "logs"
-    path.mkdir(mode=0o700, exist_ok=True)
+def logs_dir(*, create: bool = True) -> Path:
+    path = user_dir(create=create) / "logs"
+    if create:
+        path.mkdir(mode=0o700, exist_ok=True)
     return path

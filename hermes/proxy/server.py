@@ -25,8 +25,9 @@ def _config(app: Any, log_level: str) -> Any:
     the peer's own address (no ``X-Forwarded-For``; see ``gateway.server.uvicorn_config``)."""
     import uvicorn
 
-    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", limit_concurrency=None, proxy_headers=False,
-                          timeout_graceful_shutdown=5, http=guarded_protocol(_HEADER_TIMEOUT_S, _MAX_CONNECTIONS),
+    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", limit_concurrency=None,
+                          proxy_headers=False, timeout_graceful_shutdown=5,
+                          http=guarded_protocol(_HEADER_TIMEOUT_S, _MAX_CONNECTIONS),
                           timeout_keep_alive=int(_HEADER_TIMEOUT_S))
 
 
