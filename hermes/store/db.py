@@ -39,7 +39,7 @@ from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability, SessionInfo
 from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
-from .shared import _INFO_ONE, SharedMethods
+from .shared import _INFO_SQL, SharedMethods
 
 __all__ = ["Store"]
 
@@ -50,6 +50,13 @@ _LOAD_SQL = (
     " LEFT JOIN blobs b ON b.hash = p.blob_hash"
     " WHERE m.session_id = ? AND m.seq >= ? ORDER BY m.seq, p.position"
 )
+
+
+_LEASE_AND_INFO = (
+    _INFO_SQL.replace("SELECT ", "SELECT s.lease_fence, l.owner, l.expires, l.fence, ", 1)
+    + " LEFT JOIN session_locks l ON l.session_id = s.id WHERE s.id = ?"
+)
+"""A session's lease counter, its lease row (if any) and then its ``SessionInfo`` columns."""
 
 
 def _json(value: Any, what: str) -> str:
@@ -215,19 +222,19 @@ class Store(SharedMethods):
         if not messages:
             raise StoreError("a turn needs at least one message")
         with self._write("append a turn") as c:
-            row = c.execute(
-                "SELECT (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?),"
-                " (SELECT COALESCE(MAX(id), 0) + 1 FROM turns WHERE session_id = ?),"
-                " EXISTS (SELECT 1 FROM sessions WHERE id = ?)",
-                (session_id, session_id, session_id),
+            # the lease row in the same statement (as on PostgreSQL): a gateway commits two
+            # steps a turn, each one statement fewer
+            first, turn, exists, owner, held = c.execute(
+                "SELECT (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = :s),"
+                " (SELECT COALESCE(MAX(id), 0) + 1 FROM turns WHERE session_id = :s),"
+                " EXISTS (SELECT 1 FROM sessions WHERE id = :s), l.owner, l.fence"
+                " FROM (SELECT 1) LEFT JOIN session_locks l ON l.session_id = :s",
+                {"s": session_id},
             ).fetchone()
-            first, turn, exists = row
             if not exists:
                 raise self._unknown(session_id)
             if fence is not None:
-                check_fence(fence, c.execute(
-                    "SELECT owner, fence FROM session_locks WHERE session_id = ?", (session_id,)
-                ).fetchone())
+                check_fence(fence, None if owner is None else (owner, held))
             now = time.time()
             rk = None
             if route_key is not None:
@@ -426,18 +433,20 @@ class Store(SharedMethods):
         """:meth:`acquire_lease` and the session's row, read in the same transaction (a gateway
         turn needs both: one transaction instead of two)."""
         with self._write("lock a session") as c:
-            fence = self._lease(c, session_id, owner, ttl_s)
-            return None if fence is None else (fence, SessionInfo(*c.execute(_INFO_ONE, (session_id,)).fetchone()))
+            info: list[Any] = []
+            fence = self._lease(c, session_id, owner, ttl_s, info)
+            return None if fence is None else (fence, SessionInfo(*info))
 
-    def _lease(self, c: sqlite3.Connection, session_id: str, owner: str, ttl_s: float) -> int | None:
-        row = c.execute(
-            "SELECT s.lease_fence, l.owner, l.expires, l.fence FROM sessions s"
-            " LEFT JOIN session_locks l ON l.session_id = s.id WHERE s.id = ?",
-            (session_id,),
-        ).fetchone()
+    def _lease(self, c: sqlite3.Connection, session_id: str, owner: str, ttl_s: float,
+               info: list[Any] | None = None) -> int | None:
+        """Take or renew the lease in transaction ``c``; ``info`` gets the session's row, read
+        by the same statement as the lease (what it holds does not change below)."""
+        row = c.execute(_LEASE_AND_INFO, (session_id,)).fetchone()
         if row is None:
             raise self._unknown(session_id)
-        counter, held_by, expires, fence = row
+        counter, held_by, expires, fence = row[:4]
+        if info is not None:
+            info.extend(row[4:])
         now = time.time()
         if held_by is not None and held_by != owner and expires > now:
             return None
