@@ -17,9 +17,9 @@ The children take commands on stdin, so direct and gateway are measured **altern
 the same minute**, never one long run after the other: this machine has 2 cores shared with
 other work, and its load moves between minutes. Each run:
 
-1. **32 sessions** x TURNS turns at once, two bursts a side in the order A B B A (which side
-   is A alternates between runs): turns per second of each over its two bursts (the
-   throughput ratio; each pair's own ratio is printed too), CPU per turn of the gateway
+1. **32 sessions** x TURNS turns at once, BURSTS bursts a side (default 4) in the order
+   A B B A A B B A (which side is A alternates between runs): turns per second of each over
+   its bursts (the throughput ratio; each pair's own ratio is printed too), CPU per turn of the gateway
    process over the direct process, and each side's peak RSS (``VmHWM``) after its first
    burst, holding those 32 sessions hot (the direct process the same sessions in its own
    memory). Every burst, on either side, starts on fresh sessions;
@@ -32,7 +32,7 @@ Wall-clock figures move with the machine's load; CPU time per turn does not (muc
 are printed, and the load average before and after each run. The summary lines (for
 ``bench/run``: ``gateway <metric> <median>``) give the median over the runs and the range.
 
-Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--pairs 100]``.
+Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--bursts 4] [--pairs 100]``.
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float
 # ----------------------------------------------------------------------------- one run
 
 
-def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int) -> dict[str, float]:
+def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int, bursts: int = 4) -> dict[str, float]:
     home = root / f"run{run}"
     home.mkdir()
     gw, base = start_gateway(home, allow)
@@ -308,23 +308,29 @@ def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int) 
     clients = Child("clients", url, base)
     pids = {"direct": direct.pid, "gateway": gw.pid}
     sides = {"direct": direct, "gateway": clients}
+    generator = {"direct": None, "gateway": clients.pid}
+    """The process that sends a side's turns, when it is not the side itself: its CPU is the
+    machine's too."""
     order = ("direct", "gateway") if run % 2 == 0 else ("gateway", "direct")
     out: dict[str, float] = {"load_before": os.getloadavg()[0]}
     try:
         for n in (32, 16):
-            # at 32 sessions two bursts a side, A B B A: a drift of the machine's load over the
-            # four cancels out, and each side's figure pools two bursts (one burst of a side
-            # differs from the next by up to ±8% at load 1-2)
-            sequence = (*order, *order[::-1]) if n == 32 else order
-            pooled: dict[str, dict[str, Any]] = {name: {"lat": [], "wall": 0.0, "cpu": 0.0, "emu": 0.0, "tps": []}
-                                                 for name in order}
+            # at 32 sessions A B B A, repeated: a drift of the machine's load over each four
+            # cancels out, and each side's figure pools its bursts (one burst of a side differs
+            # from the next by up to ±8% at load 1-2; two a side left runs 0.05 apart)
+            sequence = (*order, *order[::-1]) * max(1, bursts // 2) if n == 32 else order
+            pooled: dict[str, dict[str, Any]] = {
+                name: {"lat": [], "wall": 0.0, "cpu": 0.0, "emu": 0.0, "gen": 0.0, "tps": []} for name in order}
             for name in sequence:
                 sides[name].ask(op="new", n=n)  # fresh sessions for every burst, on both sides
+                gen_pid = generator[name]
                 cpu, emu = cpu_seconds(pids[name]), time.process_time()
+                gen = cpu_seconds(gen_pid) if gen_pid else 0.0
                 data = sides[name].ask(op="burst", turns=turns)
                 acc = pooled[name]
                 acc["cpu"] += cpu_seconds(pids[name]) - cpu
                 acc["emu"] += time.process_time() - emu
+                acc["gen"] += (cpu_seconds(gen_pid) - gen) if gen_pid else 0.0
                 acc["lat"] += data["lat"]
                 acc["wall"] += data["wall"]
                 acc["tps"].append(len(data["lat"]) / data["wall"])
@@ -337,8 +343,9 @@ def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int) 
                 out[f"{name}_p99_{n}"] = pct(lat, 99) * 1000
                 out[f"{name}_cpu_{n}"] = acc["cpu"] / len(lat) * 1000
                 out[f"{name}_emu_cpu_{n}"] = acc["emu"] / len(lat) * 1000
+                out[f"{name}_gen_cpu_{n}"] = acc["gen"] / len(lat) * 1000
             if n == 32:  # each pair's own ratio, printed beside the pooled one
-                for k in (0, 1):
+                for k in range(len(pooled["gateway"]["tps"])):
                     out[f"throughput_32_pair{k + 1}"] = pooled["gateway"]["tps"][k] / pooled["direct"]["tps"][k]
         for name in order:
             sides[name].ask(op="new", n=1)
@@ -360,6 +367,11 @@ def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int) 
     out["added_p99_16"] = out["gateway_p99_16"] - out["direct_p99_16"]
     out["added_p50_32"] = out["gateway_p50_32"] - out["direct_p50_32"]
     out["throughput_32"] = out["gateway_tps_32"] / out["direct_tps_32"]
+    # what the wall ratio tends to when the machine's cores are the limit, from CPU time alone:
+    # a direct turn costs the machine its process and the emulator, a gateway turn those and
+    # the clients that send it
+    out["throughput_cpu_32"] = (out["direct_cpu_32"] + out["direct_emu_cpu_32"]) / (
+        out["gateway_cpu_32"] + out["gateway_emu_cpu_32"] + out["gateway_gen_cpu_32"])
     for n in (1, 16, 32):
         out[f"cpu_ratio_{n}"] = out[f"gateway_cpu_{n}"] / out[f"direct_cpu_{n}"]
     out["cpu_added_1"] = out["gateway_cpu_1"] - out["direct_cpu_1"]
@@ -375,6 +387,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--turns", type=int, default=20, help="turns per session at 16 and 32 sessions (default 20)")
+    ap.add_argument("--bursts", type=int, default=4, help="bursts a side at 32 sessions, even (default 4)")
     ap.add_argument("--pairs", type=int, default=100, help="lock-step turn pairs at 1 session (default 100)")
     ap.add_argument("--side", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -390,7 +403,7 @@ def main() -> None:
     with Emulator([ROUTE]) as emu:
         url = emu.url(ROUTE)
         for r in range(args.runs):
-            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs))
+            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts))
     print(f"gateway bench: {ROUTE} emulator (zero latency), a turn = 2 model calls + 2 commits; "
           f"{args.turns} turns per session at 16 and 32 sessions, {args.pairs} lock-step pairs at 1")
     cols = ("run", "load", "sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99",
@@ -406,14 +419,16 @@ def main() -> None:
                     row.append(f"{v:>10.1f}" if v is not None else f"{'':>10}")
             row += [f"{r[f'direct_cpu_{n}']:>10.2f}", f"{r[f'gateway_cpu_{n}']:>10.2f}"]
             print("  ".join(row))
-    print("(ms; t/s = turns per second over the bursts' wall time (at 32 sessions two bursts a side, A B B A); "
+    print(f"(ms; t/s = turns per second over the bursts' wall time (at 32 sessions {args.bursts} bursts a side, "
+          "A B B A repeated); "
           "cpu = CPU ms per turn of the direct process / the gateway process, which moves far less with the "
           "machine's load than wall time; at 1 session the turns run in lock-step pairs, so there is no throughput)")
     for i, r in enumerate(runs, 1):
         print(f"  run {i}: emulator CPU per turn at 32 sessions {r['direct_emu_cpu_32']:.1f} ms (direct) vs "
-              f"{r['gateway_emu_cpu_32']:.1f} ms (gateway): it answers both alike; peak RSS holding 32 sessions: "
+              f"{r['gateway_emu_cpu_32']:.1f} ms (gateway): it answers both alike; the clients "
+              f"{r['gateway_gen_cpu_32']:.2f} ms; peak RSS holding 32 sessions: "
               f"gateway {r['gateway_rss_32']:.1f} MiB, direct {r['direct_rss_32']:.1f} MiB; throughput ratio of "
-              f"each burst pair {r['throughput_32_pair1']:.2f} and {r['throughput_32_pair2']:.2f} "
+              f"each burst pair {' '.join(f'{v:.2f}' for k, v in r.items() if k.startswith('throughput_32_pair'))} "
               f"(pooled {r['throughput_32']:.2f})")
     col = {k: [r[k] for r in runs] for k in runs[0]}
     print(f"gateway p50_added_ms_1 {spread(col['added_p50_1'], '.2f')}  "
@@ -423,6 +438,9 @@ def main() -> None:
           "not waiting for a core]")
     print(f"gateway throughput_ratio_32 {spread(col['throughput_32'], '.2f')}  "
           "[gateway / direct turns per second, 32 sessions; target ≥ 0.9]")
+    print(f"gateway throughput_cpu_ratio_32 {spread(col['throughput_cpu_32'], '.2f')}  "
+          "[the same ratio from CPU time, which the machine's other load moves far less: CPU per direct turn "
+          "(its process + the emulator) / CPU per gateway turn (gateway + emulator + clients), 32 sessions]")
     print(f"gateway p99_added_ms_16 {spread(col['added_p99_16'], '.1f')}  [gateway p99 − direct p99, 16 sessions]")
     print(f"gateway p50_added_ms_32 {spread(col['added_p50_32'], '.1f')}  [gateway p50 − direct p50, 32 sessions]")
     for n in (1, 16, 32):
