@@ -429,7 +429,7 @@ def main() -> None:
               f"{r['gateway_gen_cpu_32']:.2f} ms; peak RSS holding 32 sessions: "
               f"gateway {r['gateway_rss_32']:.1f} MiB, direct {r['direct_rss_32']:.1f} MiB; throughput ratio of "
               f"each burst pair {' '.join(f'{v:.2f}' for k, v in r.items() if k.startswith('throughput_32_pair'))} "
-              f"(pooled {r['throughput_32']:.2f})")
+              f"(pooled {r['throughput_32']:.2f}; from CPU time {r['throughput_cpu_32']:.2f})")
     col = {k: [r[k] for r in runs] for k in runs[0]}
     print(f"gateway p50_added_ms_1 {spread(col['added_p50_1'], '.2f')}  "
           "[median of per-pair differences, gateway − direct, 1 session; target ≤ 2 ms]")
