@@ -370,7 +370,10 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
         try:
             row, upstream = proxy.row(request.path_params["route"])
             rest = request.path_params["rest"]
-            url = f"{upstream}/{rest}" + (f"?{request.url.query}" if request.url.query else "")
+            # the raw query from the scope: ``request.url`` builds a whole URL object (host header
+            # parsed, parts joined) for this one part, ~35 µs of every proxied request
+            query = request.scope.get("query_string", b"")
+            url = f"{upstream}/{rest}" + (f"?{query.decode('latin-1')}" if query else "")
             if request.method == "POST" and rest.rstrip("/").endswith("chat/completions"):
                 return await proxy.chat(request, row, upstream, url)
             return await proxy.relay(request.method, url, proxy.headers(request, row), await request.body())
