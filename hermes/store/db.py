@@ -427,29 +427,27 @@ class Store(SharedMethods):
         no longer current (``hermes.store.lease``).
         """
         with self._write("lock a session") as c:
-            return self._lease(c, session_id, owner, ttl_s)
+            return self._lease(c, session_id, owner, ttl_s)[0]
 
     def lease_session(self, session_id: str, owner: str, ttl_s: float) -> tuple[int, SessionInfo] | None:
         """:meth:`acquire_lease` and the session's row, read in the same transaction (a gateway
         turn needs both: one transaction instead of two)."""
         with self._write("lock a session") as c:
-            info: list[Any] = []
-            fence = self._lease(c, session_id, owner, ttl_s, info)
+            fence, info = self._lease(c, session_id, owner, ttl_s)
             return None if fence is None else (fence, SessionInfo(*info))
 
-    def _lease(self, c: sqlite3.Connection, session_id: str, owner: str, ttl_s: float,
-               info: list[Any] | None = None) -> int | None:
-        """Take or renew the lease in transaction ``c``; ``info`` gets the session's row, read
-        by the same statement as the lease (what it holds does not change below)."""
+    def _lease(self, c: sqlite3.Connection, session_id: str, owner: str,
+               ttl_s: float) -> tuple[int | None, tuple[Any, ...]]:
+        """Take or renew the lease in transaction ``c``: (its fence, or None when another owner
+        holds it; the session's row, read by the same statement — nothing below changes it)."""
         row = c.execute(_LEASE_AND_INFO, (session_id,)).fetchone()
         if row is None:
             raise self._unknown(session_id)
         counter, held_by, expires, fence = row[:4]
-        if info is not None:
-            info.extend(row[4:])
+        info = tuple(row[4:])
         now = time.time()
         if held_by is not None and held_by != owner and expires > now:
-            return None
+            return None, info
         if held_by != owner:
             fence = counter + 1
             c.execute("UPDATE sessions SET lease_fence = ? WHERE id = ?", (fence, session_id))
@@ -459,7 +457,7 @@ class Store(SharedMethods):
             " expires = excluded.expires, fence = excluded.fence",
             (session_id, owner, now + ttl_s, fence),
         )
-        return int(fence)
+        return int(fence), info
 
     def lease_holder(self, session_id: str) -> str | None:
         """The owner of the session's unexpired lease, if any."""
