@@ -32,7 +32,13 @@ Wall-clock figures move with the machine's load; CPU time per turn does not (muc
 are printed, and the load average before and after each run. The summary lines (for
 ``bench/run``: ``gateway <metric> <median>``) give the median over the runs and the range.
 
-Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--bursts 4] [--pairs 100]``.
+``--workers N`` runs the gateway side as ``hermes gateway --workers N`` (the direct side stays
+one process): one process runs one thread of Python at a time, so at 32 sessions both sides
+are bound by that one lock, and with N workers the gateway is not. Its CPU and peak RSS are
+then the supervisor's and every worker's together, and the summary metrics carry a
+``_workersN`` suffix (``bench/run`` reads only the one-process figures).
+
+Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--bursts 4] [--pairs 100] [--workers 1]``.
 """
 
 from __future__ import annotations
@@ -63,6 +69,27 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a live process has used so far (``/proc/PID/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def family(pid: int) -> list[int]:
+    """``pid`` and its live children: a ``--workers`` gateway is its supervisor and the workers."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        kids = []
+    return [pid, *map(int, kids)]
+
+
+def family_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and its live children (a child's CPU reaches its parent's
+    ``/proc`` figures only once it has exited and been waited for)."""
+    return sum(cpu_seconds(p) for p in family(pid))
+
+
+def family_rss_mb(pid: int) -> float | None:
+    """The sum of the peak RSS of ``pid`` and its live children, in MiB."""
+    peaks = [peak_rss_mb(p) for p in family(pid)]
+    return sum(x for x in peaks if x is not None) if any(x is not None for x in peaks) else None
 
 
 def peak_rss_mb(pid: int) -> float | None:
@@ -300,10 +327,11 @@ def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float
 # ----------------------------------------------------------------------------- one run
 
 
-def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int, bursts: int = 4) -> dict[str, float]:
+def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int, bursts: int = 4,
+            workers: int = 1) -> dict[str, float]:
     home = root / f"run{run}"
     home.mkdir()
-    gw, base = start_gateway(home, allow)
+    gw, base = start_gateway(home, allow, *(["--workers", str(workers)] if workers > 1 else []))
     direct = Child("direct", url, str(home))
     clients = Child("clients", url, base)
     pids = {"direct": direct.pid, "gateway": gw.pid}
@@ -324,18 +352,18 @@ def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int, 
             for name in sequence:
                 sides[name].ask(op="new", n=n)  # fresh sessions for every burst, on both sides
                 gen_pid = generator[name]
-                cpu, emu = cpu_seconds(pids[name]), time.process_time()
+                cpu, emu = family_cpu(pids[name]), time.process_time()
                 gen = cpu_seconds(gen_pid) if gen_pid else 0.0
                 data = sides[name].ask(op="burst", turns=turns)
                 acc = pooled[name]
-                acc["cpu"] += cpu_seconds(pids[name]) - cpu
+                acc["cpu"] += family_cpu(pids[name]) - cpu
                 acc["emu"] += time.process_time() - emu
                 acc["gen"] += (cpu_seconds(gen_pid) - gen) if gen_pid else 0.0
                 acc["lat"] += data["lat"]
                 acc["wall"] += data["wall"]
                 acc["tps"].append(len(data["lat"]) / data["wall"])
                 if n == 32 and len(acc["tps"]) == 1:  # holding 32 sessions (and the warm-up one)
-                    out[f"{name}_rss_32"] = peak_rss_mb(pids[name]) or 0.0
+                    out[f"{name}_rss_32"] = family_rss_mb(pids[name]) or 0.0
             for name, acc in pooled.items():
                 lat = acc["lat"]
                 out[f"{name}_tps_{n}"] = len(lat) / acc["wall"]
@@ -349,13 +377,13 @@ def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int, 
                     out[f"throughput_32_pair{k + 1}"] = pooled["gateway"]["tps"][k] / pooled["direct"]["tps"][k]
         for name in order:
             sides[name].ask(op="new", n=1)
-        cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        cpu = {name: family_cpu(pid) for name, pid in pids.items()}
         lat: dict[str, list[float]] = {"direct": [], "gateway": []}
         for j in range(pairs):
             for name in (order if j % 2 == 0 else order[::-1]):
                 lat[name].append(sides[name].ask(op="turn", j=j)["lat"])
         for name, pid in pids.items():
-            out[f"{name}_cpu_1"] = (cpu_seconds(pid) - cpu[name]) / pairs * 1000
+            out[f"{name}_cpu_1"] = (family_cpu(pid) - cpu[name]) / pairs * 1000
             out[f"{name}_p50_1"] = pct(lat[name], 50) * 1000
         out["added_p50_1"] = statistics.median(g - d for g, d in zip(lat["gateway"], lat["direct"], strict=True)) * 1000
     finally:
@@ -390,6 +418,10 @@ def main() -> None:
     ap.add_argument("--bursts", type=int, default=4, choices=range(2, 21, 2), metavar="{2,4,...,20}",
                     help="bursts a side at 32 sessions (default 4)")
     ap.add_argument("--pairs", type=int, default=100, help="lock-step turn pairs at 1 session (default 100)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="run the gateway as `hermes gateway --workers N` (default 1: one process); its "
+                         "figures are then the supervisor's and the workers' together, and each summary "
+                         "metric is named with a `_workersN` suffix")
     ap.add_argument("--side", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.side:
@@ -404,9 +436,12 @@ def main() -> None:
     with Emulator([ROUTE]) as emu:
         url = emu.url(ROUTE)
         for r in range(args.runs):
-            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts))
+            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts, args.workers))
+    shape = "one process" if args.workers == 1 else f"--workers {args.workers} (CPU and RSS: every worker's)"
     print(f"gateway bench: {ROUTE} emulator (zero latency), a turn = 2 model calls + 2 commits; "
-          f"{args.turns} turns per session at 16 and 32 sessions, {args.pairs} lock-step pairs at 1")
+          f"{args.turns} turns per session at 16 and 32 sessions, {args.pairs} lock-step pairs at 1; "
+          f"gateway: {shape}")
+    tag = f"_workers{args.workers}" if args.workers > 1 else ""
     cols = ("run", "load", "sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99",
             "direct cpu", "gw cpu")
     print("  ".join(f"{c:>10}" for c in cols))
@@ -432,23 +467,23 @@ def main() -> None:
               f"each burst pair {' '.join(f'{v:.2f}' for k, v in r.items() if k.startswith('throughput_32_pair'))} "
               f"(pooled {r['throughput_32']:.2f}; from CPU time {r['throughput_cpu_32']:.2f})")
     col = {k: [r[k] for r in runs] for k in runs[0]}
-    print(f"gateway p50_added_ms_1 {spread(col['added_p50_1'], '.2f')}  "
+    print(f"gateway p50_added_ms_1{tag} {spread(col['added_p50_1'], '.2f')}  "
           "[median of per-pair differences, gateway − direct, 1 session; target ≤ 2 ms]")
-    print(f"gateway cpu_added_ms_1 {spread(col['cpu_added_1'], '.2f')}  "
+    print(f"gateway cpu_added_ms_1{tag} {spread(col['cpu_added_1'], '.2f')}  "
           "[gateway CPU per turn − direct CPU per turn, 1 session: the part of the added latency that is work, "
           "not waiting for a core]")
-    print(f"gateway throughput_ratio_32 {spread(col['throughput_32'], '.2f')}  "
+    print(f"gateway throughput_ratio_32{tag} {spread(col['throughput_32'], '.2f')}  "
           "[gateway / direct turns per second, 32 sessions; target ≥ 0.9]")
-    print(f"gateway throughput_cpu_ratio_32 {spread(col['throughput_cpu_32'], '.2f')}  "
+    print(f"gateway throughput_cpu_ratio_32{tag} {spread(col['throughput_cpu_32'], '.2f')}  "
           "[the same ratio from CPU time: CPU per direct turn (its process + the emulator) / CPU per gateway "
           "turn (gateway + emulator + clients), 32 sessions; where the wall ratio tends when the cores are "
           "the limit]")
-    print(f"gateway p99_added_ms_16 {spread(col['added_p99_16'], '.1f')}  [gateway p99 − direct p99, 16 sessions]")
-    print(f"gateway p50_added_ms_32 {spread(col['added_p50_32'], '.1f')}  [gateway p50 − direct p50, 32 sessions]")
+    print(f"gateway p99_added_ms_16{tag} {spread(col['added_p99_16'], '.1f')}  [gateway p99 − direct p99, 16 sessions]")
+    print(f"gateway p50_added_ms_32{tag} {spread(col['added_p50_32'], '.1f')}  [gateway p50 − direct p50, 32 sessions]")
     for n in (1, 16, 32):
-        print(f"gateway cpu_per_turn_ratio_{n} {spread(col[f'cpu_ratio_{n}'], '.2f')}  "
+        print(f"gateway cpu_per_turn_ratio_{n}{tag} {spread(col[f'cpu_ratio_{n}'], '.2f')}  "
               f"[gateway / direct CPU per turn, {n} session{'s' if n > 1 else ''}]")
-    print(f"gateway rss_mb_32 {spread(col['gateway_rss_32'], '.1f')}  "
+    print(f"gateway rss_mb_32{tag} {spread(col['gateway_rss_32'], '.1f')}  "
           f"[gateway peak RSS holding 32 hot sessions; the direct process {spread(col['direct_rss_32'], '.1f')}]")
     loads = [x for r in runs for x in (r["load_before"], r["load_after"])]
     print(f"(load average during the runs {min(loads):.1f}–{max(loads):.1f} on {os.cpu_count()} cores)")
