@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .workers_option import WORKERS
+
 __all__ = ["gateway"]
 
 
@@ -18,8 +20,9 @@ __all__ = ["gateway"]
               help="Seconds a turn waits for its session before 409 busy.")
 @click.option("--lock-ttl", default=30.0, show_default=True, type=click.FloatRange(1),
               help="Seconds a session lock outlives a crashed gateway (renewed while a turn runs).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256),
-              help="Processes serving this port (all share the store; see docs/scale.md).")
+@click.option("--workers", default="1", show_default=True, type=WORKERS,
+              help="Processes serving this port, or 'auto' (one per CPU this process may use). One "
+                   "process runs one thread of Python at a time; all share the store (docs/scale.md).")
 @click.option("--threads", default=64, show_default=True, type=click.IntRange(1),
               help="Turns running at once in each process.")
 @click.option("--listen-fd", type=int, hidden=True)
@@ -59,6 +62,10 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     \b
     Only the route's default base URL, or one allowed with --allow-base-url, can be
     named by a client; tools stay in the working directory (see docs/security.md).
+
+    \b
+    Many busy sessions on one machine: a process per CPU, one state.db (docs/gateway.md).
+    hermes gateway --workers auto
 
     \b
     Many workers, many hosts: one PostgreSQL store, one lease per session (docs/scale.md).

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ._common import echo_json
+from .workers_option import WORKERS
 
 __all__ = ["proxy"]
 
@@ -40,8 +41,9 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--route", help="With --dry-run: the route the request is for (the /<route> of its URL).")
 @click.option("--api-key-env", metavar="VAR",
               help="With --dry-run: environment variable holding the client's key (picks the tenant).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256),
-              help="Processes serving this port (they share the memory in the store; see docs/scale.md).")
+@click.option("--workers", default="1", show_default=True, type=WORKERS,
+              help="Processes serving this port, or 'auto' (one per CPU this process may use); they "
+                   "share the memory in the store (docs/scale.md).")
 @click.option("--listen-fd", type=int, hidden=True)
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))

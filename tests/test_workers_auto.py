@@ -1,0 +1,94 @@
+"""``--workers auto``: one serving process per CPU the command may run on.
+
+The CPUs a process may use are its affinity mask (``taskset``, a container's cpuset), not the
+machine's count, so each test starts the gateway with a mask of its own: one CPU gives the
+plain one-process gateway, two give a supervisor and two workers on one state.db, whose
+turns land on either worker and are all stored, in order.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+import pytest
+from _procs import listening
+
+from hermes.cli.workers_option import WORKERS, usable_cpus
+from hermes.store import Store
+
+KEY = "sk-test-openai-0001"
+CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False)
+    return [int(p) for p in out.stdout.split()]
+
+
+@contextmanager
+def gateway(home: Path, cpus: list[int], *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_") and not k.endswith("_API_KEY")}
+    err = home / "gateway.err"
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--workers", "auto", *args],
+                            env={**env, "HERMES_HOME": str(home), "OPENAI_API_KEY": KEY},
+                            stdout=subprocess.DEVNULL, stderr=err.open("wb"),
+                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    try:
+        yield proc, listening(proc, err, "gateway", timeout=60), err
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def test_auto_is_the_cpus_this_process_may_use_and_numbers_stay_bounded() -> None:
+    assert WORKERS.convert("auto", None, None) == usable_cpus() == min(256, len(CPUS))
+    assert WORKERS.convert(" AUTO ", None, None) == usable_cpus()
+    assert WORKERS.convert("3", None, None) == 3
+    for bad in ("0", "257", "two", ""):
+        with pytest.raises(click.BadParameter, match=r"between 1 and 256|neither a number"):
+            WORKERS.convert(bad, None, None)
+
+
+@pytest.mark.skipif(not CPUS, reason="no affinity masks on this platform")
+def test_auto_on_one_cpu_is_the_one_process_gateway(tmp_path: Path) -> None:
+    with gateway(tmp_path, CPUS[:1]) as (proc, base, err):
+        assert "workers)" not in err.read_text()
+        assert children(proc.pid) == []
+        assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs")
+def test_auto_on_two_cpus_serves_one_state_db_from_two_workers(tmp_path: Path, emulator: Any) -> None:
+    with gateway(tmp_path, CPUS[:2], "--allow-base-url", emulator.root) as (proc, base, err):
+        assert "(2 workers)" in err.read_text()
+        assert len(children(proc.pid)) == 2
+        body = {"provider": "openai-responses", "model": "gpt-5", "base_url": emulator.url("openai-responses")}
+        sid = httpx.post(f"{base}/v1/sessions", json=body, timeout=30).json()["id"]
+
+        def client(i: int) -> list[int]:
+            codes = []
+            for j in range(3):  # a connection each: the kernel hands each to either worker
+                with httpx.Client(base_url=base, timeout=60) as c:
+                    r = c.post(f"/v1/sessions/{sid}/messages", json={"content": f"c{i} t{j}", "wait_s": 60})
+                codes.append(r.status_code)
+            return codes
+
+        with ThreadPoolExecutor(4) as pool:
+            assert [c for codes in pool.map(client, range(4)) for c in codes] == [200] * 12
+    assert proc.returncode == 0 and "every worker finished" in err.read_text()
+    with Store(tmp_path / "state.db") as s:
+        users = [m.text for m in s.load(sid) if m.role == "user"]
+    assert sorted(users) == sorted(f"c{i} t{j}" for i in range(4) for j in range(3))
+    for i in range(4):
+        assert [u for u in users if u.startswith(f"c{i} ")] == [f"c{i} t{j}" for j in range(3)]
