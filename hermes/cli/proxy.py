@@ -45,11 +45,16 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
               help="Processes serving this port, or 'auto' (one per CPU this process may use); they "
                    "share the memory in the store (docs/scale.md).")
 @click.option("--listen-fd", type=int, hidden=True)
+@click.option("--pin", is_flag=True,
+              help="Keep each process on one CPU of its own (worker i on the i-th CPU this command may "
+                   "use): its threads then pass the GIL on that CPU instead of waking others (Linux).")
+@click.option("--pin-cpu", type=int, hidden=True)
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_mb: float | None,
           memory_days: float | None, max_body: int, env_keys: bool, dry_run: Path | None, route: str | None,
-          api_key_env: str | None, workers: int, listen_fd: int | None, log_level: str) -> None:
+          api_key_env: str | None, workers: int, listen_fd: int | None, pin: bool, pin_cpu: int | None,
+          log_level: str) -> None:
     """An OpenAI Chat Completions proxy that gives every assistant message back its reasoning.
 
     Point a client's base URL at http://127.0.0.1:8787/<route> (any row of `hermes routes`,
@@ -67,6 +72,7 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     HERMES_DATABASE_URL=postgresql://hermes@db/hermes hermes proxy --workers 4
     """
     from ..config import load_config
+    from ..cpus import cpu_for, pin_to
     from ..paths import routes_path
     from ..proxy import Bounds, ProxyOptions, open_memory
     from ..resolve import load_table
@@ -92,6 +98,8 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     from ..proxy.server import check_env_keys, serve
 
     check_env_keys(bound, env_keys)
+    if pin_cpu is not None or (pin and workers == 1):  # before any thread is started
+        pin_to(cpu_for(0) if pin_cpu is None else pin_cpu)
     port = cfg.port if port is None else port
     if workers > 1 and listen_fd is None:
         from ..gateway.workers import run_workers
@@ -101,7 +109,8 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
             *(a for u in upstream for a in ("--upstream", u)), "--max-body", str(max_body),
             *(["--memory-mb", str(memory_mb)] if memory_mb else []),
             *(["--memory-days", str(memory_days)] if memory_days else []),
-            *(["--env-keys"] if env_keys else []), "--log-level", log_level], command="proxy", suffix="/<route>")
+            *(["--env-keys"] if env_keys else []), "--log-level", log_level], command="proxy", suffix="/<route>",
+            pin=pin)
         return
     import socket
 

@@ -1,29 +1,15 @@
 """``--workers N|auto`` for the commands that serve a port (``hermes gateway``, ``hermes proxy``).
 
-One process runs one thread of Python at a time: past a few dozen busy sessions a single
-gateway or proxy is bound by that, not by the machine's cores (docs/gateway.md, "One process
-or several"). ``auto`` asks for one process per CPU this one may run on.
+``auto`` asks for one process per CPU this one may run on (``hermes.cpus``).
 """
 
 from __future__ import annotations
 
-import os
-
 import click
 
-__all__ = ["MAX_WORKERS", "WORKERS", "usable_cpus"]
+from ..cpus import MAX_WORKERS, usable_cpus
 
-MAX_WORKERS = 256
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may be scheduled on: its affinity mask, which ``taskset`` and a
-    container's cpuset narrow (``os.cpu_count`` counts the whole machine's)."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not every platform has affinity masks
-        n = os.cpu_count() or 1
-    return max(1, min(MAX_WORKERS, n))
+__all__ = ["WORKERS"]
 
 
 class Workers(click.ParamType):

@@ -23,6 +23,7 @@ import threading
 import time
 from typing import IO
 
+from ..cpus import cpu_for
 from ..errors import ConfigError
 from .server import bind
 
@@ -52,13 +53,17 @@ class _Worker:
 
 
 def run_workers(n: int, host: str, port: int, child_args: list[str], *, start_timeout_s: float = 60.0,
-                command: str = "gateway", suffix: str = "") -> None:
+                command: str = "gateway", suffix: str = "", pin: bool = False) -> None:
     """Bind ``host:port``, run ``n`` ``hermes <command>`` workers on it until interrupted, restart
-    the dead. ``suffix`` follows the URL in the ``listening on`` line (the proxy's ``/<route>``)."""
+    the dead. ``suffix`` follows the URL in the ``listening on`` line (the proxy's ``/<route>``).
+    ``pin``: worker i runs on CPU ``cpu_for(i)`` (pinned by the worker itself before it starts
+    a thread), and a worker started in its place on the same one."""
+    cpus = [cpu_for(i) for i in range(n)] if pin else []
     sock = bind(host, port)
     fd = sock.fileno()
     os.set_inheritable(fd, True)
-    argv = [sys.executable, "-m", "hermes", command, "--listen-fd", str(fd), "--host", host, *child_args]
+    base = [sys.executable, "-m", "hermes", command, "--listen-fd", str(fd), "--host", host, *child_args]
+    argvs = [[*base, "--pin-cpu", str(cpus[i])] if pin else base for i in range(n)]
     name = f"hermes {command}"
     stopping = threading.Event()
 
@@ -66,7 +71,7 @@ def run_workers(n: int, host: str, port: int, child_args: list[str], *, start_ti
         stopping.set()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    workers = [_Worker(argv, fd) for _ in range(n)]
+    workers = [_Worker(argv, fd) for argv in argvs]
     try:
         deadline = time.monotonic() + start_timeout_s
         for w in workers:
@@ -75,7 +80,8 @@ def run_workers(n: int, host: str, port: int, child_args: list[str], *, start_ti
                 raise ConfigError(f"a {command} worker did not start (exit {w.proc.poll()})",
                                   hint="its error is printed above")
         shown = f"[{host}]" if ":" in host else host
-        print(f"{name} listening on http://{shown}:{sock.getsockname()[1]}{suffix} ({n} workers)",
+        pinned = f", on CPUs {','.join(map(str, cpus))}" if pin else ""
+        print(f"{name} listening on http://{shown}:{sock.getsockname()[1]}{suffix} ({n} workers{pinned})",
               file=sys.stderr, flush=True)
         while not stopping.wait(0.2):
             for i, w in enumerate(workers):
@@ -83,7 +89,7 @@ def run_workers(n: int, host: str, port: int, child_args: list[str], *, start_ti
                 if code is not None and not stopping.is_set():
                     print(f"{name}: worker {w.proc.pid} exited ({code}); starting another",
                           file=sys.stderr, flush=True)
-                    workers[i] = _Worker(argv, fd)
+                    workers[i] = _Worker(argvs[i], fd)
     finally:
         for w in workers:
             if w.proc.poll() is None:

@@ -1,9 +1,13 @@
-"""``--workers auto``: one serving process per CPU the command may run on.
+"""``--workers auto`` and ``--pin``: one serving process per CPU the command may run on, each
+kept on a CPU of its own.
 
 The CPUs a process may use are its affinity mask (``taskset``, a container's cpuset), not the
 machine's count, so each test starts the gateway with a mask of its own: one CPU gives the
 plain one-process gateway, two give a supervisor and two workers on one state.db, whose
-turns land on either worker and are all stored, in order.
+turns land on either worker and are all stored, in order. With ``--pin`` every thread of
+each worker — the turn threads included, started long after the worker pinned itself —
+runs on that worker's CPU only, and a worker started in place of a killed one gets the
+same CPU.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -23,11 +28,17 @@ import httpx
 import pytest
 from _procs import listening
 
-from hermes.cli.workers_option import WORKERS, usable_cpus
+from hermes.cli.workers_option import WORKERS
+from hermes.cpus import usable_cpus
 from hermes.store import Store
 
 KEY = "sk-test-openai-0001"
 CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def masks(pid: int) -> set[frozenset[int]]:
+    """The affinity masks of every thread of ``pid``."""
+    return {frozenset(os.sched_getaffinity(int(t))) for t in os.listdir(f"/proc/{pid}/task")}
 
 
 def children(pid: int) -> list[int]:
@@ -36,10 +47,11 @@ def children(pid: int) -> list[int]:
 
 
 @contextmanager
-def gateway(home: Path, cpus: list[int], *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+def gateway(home: Path, cpus: list[int], *args: str, workers: str = "auto"
+            ) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_") and not k.endswith("_API_KEY")}
     err = home / "gateway.err"
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--workers", "auto", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--workers", workers, *args],
                             env={**env, "HERMES_HOME": str(home), "OPENAI_API_KEY": KEY},
                             stdout=subprocess.DEVNULL, stderr=err.open("wb"),
                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
@@ -92,3 +104,42 @@ def test_auto_on_two_cpus_serves_one_state_db_from_two_workers(tmp_path: Path, e
     assert sorted(users) == sorted(f"c{i} t{j}" for i in range(4) for j in range(3))
     for i in range(4):
         assert [u for u in users if u.startswith(f"c{i} ")] == [f"c{i} t{j}" for j in range(3)]
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs")
+def test_pin_keeps_every_thread_of_each_worker_on_a_cpu_of_its_own(tmp_path: Path, emulator: Any) -> None:
+    two = CPUS[:2]
+    with gateway(tmp_path, two, "--pin", "--allow-base-url", emulator.root, workers="2") as (proc, base, err):
+        assert f"(2 workers, on CPUs {two[0]},{two[1]})" in err.read_text()
+        assert masks(proc.pid) == {frozenset(two)}  # the supervisor is not pinned
+        first = children(proc.pid)
+        body = {"provider": "openai-responses", "model": "gpt-5", "base_url": emulator.url("openai-responses")}
+        for j in range(6):  # turns on fresh connections start turn threads in the workers
+            with httpx.Client(base_url=base, timeout=60) as c:
+                sid = c.post("/v1/sessions", json=body).json()["id"]
+                assert c.post(f"/v1/sessions/{sid}/messages", json={"content": f"t{j}"}).status_code == 200
+        pinned = {pid: masks(pid) for pid in first}
+        assert sorted(pinned.values(), key=min) == [{frozenset({two[0]})}, {frozenset({two[1]})}]
+        assert all(len(os.listdir(f"/proc/{pid}/task")) > 1 for pid in first)
+        os.kill(first[0], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while len(now := children(proc.pid)) != 2 or first[0] in now:
+            assert time.monotonic() < deadline, "the killed worker was not replaced"
+            time.sleep(0.05)
+        (new,) = set(now) - set(first)
+        deadline = time.monotonic() + 60
+        while True:  # it pins itself first thing, long before it listens
+            try:
+                if masks(new) == pinned[first[0]]:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"the new worker runs on {masks(new)}"
+            time.sleep(0.05)
+
+
+@pytest.mark.skipif(not CPUS, reason="no affinity masks on this platform")
+def test_pin_without_workers_keeps_the_one_process_on_the_first_cpu(tmp_path: Path) -> None:
+    with gateway(tmp_path, CPUS, "--pin", workers="1") as (proc, base, _):
+        assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
+        assert masks(proc.pid) == {frozenset({CPUS[0]})}
