@@ -36,9 +36,11 @@ are printed, and the load average before and after each run. The summary lines (
 one process): one process runs one thread of Python at a time, so at 32 sessions both sides
 are bound by that one lock, and with N workers the gateway is not. Its CPU and peak RSS are
 then the supervisor's and every worker's together, and the summary metrics carry a
-``_workersN`` suffix (``bench/run`` reads only the one-process figures).
+``_workersN`` suffix (``bench/run`` reads only the one-process figures). ``--pin`` starts the
+gateway with ``--pin`` (each process on one CPU of its own; suffix ``_pinned``); the direct
+side is never pinned.
 
-Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--bursts 4] [--pairs 100] [--workers 1]``.
+Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--bursts 4] [--pairs 100] [--workers 1] [--pin]``.
 """
 
 from __future__ import annotations
@@ -328,10 +330,10 @@ def run_gateway(base: str, emu_url: str, n: int, turns: int) -> tuple[list[float
 
 
 def one_run(url: str, root: Path, allow: str, run: int, turns: int, pairs: int, bursts: int = 4,
-            workers: int = 1) -> dict[str, float]:
+            gateway_args: list[str] | None = None) -> dict[str, float]:
     home = root / f"run{run}"
     home.mkdir()
-    gw, base = start_gateway(home, allow, *(["--workers", str(workers)] if workers > 1 else []))
+    gw, base = start_gateway(home, allow, *(gateway_args or []))
     direct = Child("direct", url, str(home))
     clients = Child("clients", url, base)
     pids = {"direct": direct.pid, "gateway": gw.pid}
@@ -418,6 +420,9 @@ def main() -> None:
     ap.add_argument("--bursts", type=int, default=4, choices=range(2, 21, 2), metavar="{2,4,...,20}",
                     help="bursts a side at 32 sessions (default 4)")
     ap.add_argument("--pairs", type=int, default=100, help="lock-step turn pairs at 1 session (default 100)")
+    ap.add_argument("--pin", action="store_true",
+                    help="run the gateway with --pin (each of its processes on one CPU of its own); metrics "
+                         "then carry a `_pinned` suffix")
     ap.add_argument("--workers", type=int, default=1,
                     help="run the gateway as `hermes gateway --workers N` (default 1: one process); its "
                          "figures are then the supervisor's and the workers' together, and each summary "
@@ -436,12 +441,14 @@ def main() -> None:
     with Emulator([ROUTE]) as emu:
         url = emu.url(ROUTE)
         for r in range(args.runs):
-            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts, args.workers))
-    shape = "one process" if args.workers == 1 else f"--workers {args.workers} (CPU and RSS: every worker's)"
+            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts,
+                                ["--workers", str(args.workers)] * (args.workers > 1) + ["--pin"] * args.pin))
+    shape = ("one process" if args.workers == 1 else f"--workers {args.workers} (CPU and RSS: every worker's)") + (
+        ", --pin" if args.pin else "")
     print(f"gateway bench: {ROUTE} emulator (zero latency), a turn = 2 model calls + 2 commits; "
           f"{args.turns} turns per session at 16 and 32 sessions, {args.pairs} lock-step pairs at 1; "
           f"gateway: {shape}")
-    tag = f"_workers{args.workers}" if args.workers > 1 else ""
+    tag = (f"_workers{args.workers}" if args.workers > 1 else "") + ("_pinned" if args.pin else "")
     cols = ("run", "load", "sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99",
             "direct cpu", "gw cpu")
     print("  ".join(f"{c:>10}" for c in cols))
