@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .workers_option import WORKERS
+from .workers_option import WORKERS, pin_here, pin_options
 
 __all__ = ["gateway"]
 
@@ -26,10 +26,7 @@ __all__ = ["gateway"]
 @click.option("--threads", default=64, show_default=True, type=click.IntRange(1),
               help="Turns running at once in each process.")
 @click.option("--listen-fd", type=int, hidden=True)
-@click.option("--pin", is_flag=True,
-              help="Keep each process on one CPU of its own (worker i on the i-th CPU this command may "
-                   "use): its threads then pass the GIL on that CPU instead of waking others (Linux).")
-@click.option("--pin-cpu", type=int, hidden=True)
+@pin_options
 @click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default from config).")
 @click.option("--header-timeout", default=10.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds a connection has to send a request's headers (slow clients are closed).")
@@ -49,10 +46,10 @@ __all__ = ["gateway"]
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: float, workers: int, threads: int,
-            listen_fd: int | None, pin: bool, pin_cpu: int | None, max_steps: int | None, header_timeout: float,
-            body_timeout: float,
-            max_connections: int, allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...],
-            allow_read: tuple[str, ...], log_level: str) -> None:
+            listen_fd: int | None, pin: bool, pin_cpu: int | None, max_steps: int | None,
+            header_timeout: float, body_timeout: float, max_connections: int,
+            allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...], allow_read: tuple[str, ...],
+            log_level: str) -> None:
     """Serve Hermes sessions over HTTP: every turn is loaded from the store and committed there.
 
     \b
@@ -77,7 +74,6 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     HERMES_DATABASE_URL=postgresql://hermes@db/hermes hermes gateway --workers 4
     """
     from ..config import load_config
-    from ..cpus import cpu_for, pin_to
     from ..errors import ConfigError, HermesError
     from ..gateway.app import GatewayOptions
     from ..gateway.server import check_bind, gateway_token, serve
@@ -95,8 +91,7 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
                              header_timeout_s=header_timeout, body_timeout_s=body_timeout,
                              max_connections=max_connections, read_roots=allow_read)
     check_bind(host, options.token)  # before the store is even opened
-    if pin_cpu is not None or (pin and workers == 1):  # before any thread is started
-        pin_to(cpu_for(0) if pin_cpu is None else pin_cpu)
+    pin_here(pin, pin_cpu, workers)  # before any thread is started
     if workers > 1 and listen_fd is None:
         from ..gateway.workers import run_workers
 

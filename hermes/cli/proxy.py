@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ._common import echo_json
-from .workers_option import WORKERS
+from .workers_option import WORKERS, pin_here, pin_options
 
 __all__ = ["proxy"]
 
@@ -45,10 +45,7 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
               help="Processes serving this port, or 'auto' (one per CPU this process may use); they "
                    "share the memory in the store (docs/scale.md).")
 @click.option("--listen-fd", type=int, hidden=True)
-@click.option("--pin", is_flag=True,
-              help="Keep each process on one CPU of its own (worker i on the i-th CPU this command may "
-                   "use): its threads then pass the GIL on that CPU instead of waking others (Linux).")
-@click.option("--pin-cpu", type=int, hidden=True)
+@pin_options
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_mb: float | None,
@@ -72,7 +69,6 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     HERMES_DATABASE_URL=postgresql://hermes@db/hermes hermes proxy --workers 4
     """
     from ..config import load_config
-    from ..cpus import cpu_for, pin_to
     from ..paths import routes_path
     from ..proxy import Bounds, ProxyOptions, open_memory
     from ..resolve import load_table
@@ -98,8 +94,7 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     from ..proxy.server import check_env_keys, serve
 
     check_env_keys(bound, env_keys)
-    if pin_cpu is not None or (pin and workers == 1):  # before any thread is started
-        pin_to(cpu_for(0) if pin_cpu is None else pin_cpu)
+    pin_here(pin, pin_cpu, workers)  # before any thread is started
     port = cfg.port if port is None else port
     if workers > 1 and listen_fd is None:
         from ..gateway.workers import run_workers

@@ -1,15 +1,38 @@
-"""``--workers N|auto`` for the commands that serve a port (``hermes gateway``, ``hermes proxy``).
+"""``--workers N|auto`` and ``--pin`` for the commands that serve a port (``hermes gateway``,
+``hermes proxy``).
 
-``auto`` asks for one process per CPU this one may run on (``hermes.cpus``).
+``auto`` asks for one process per CPU this one may run on; ``--pin`` keeps each process on a
+CPU of its own (``hermes.cpus`` says why).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import click
 
-from ..cpus import MAX_WORKERS, usable_cpus
+from ..cpus import MAX_WORKERS, cpu_for, pin_to, usable_cpus
 
-__all__ = ["WORKERS"]
+__all__ = ["WORKERS", "pin_here", "pin_options"]
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def pin_options(f: F) -> F:
+    """``--pin``, and the hidden ``--pin-cpu`` a supervisor gives each worker it starts."""
+    f = click.option("--pin-cpu", type=int, hidden=True)(f)
+    return click.option("--pin", is_flag=True,
+                        help="Keep each process on one CPU of its own (worker i on the i-th CPU this "
+                             "command may use): its threads then pass the GIL on that CPU instead of "
+                             "waking others (Linux).")(f)
+
+
+def pin_here(pin: bool, pin_cpu: int | None, workers: int) -> None:
+    """Pin this process if it serves alone with ``--pin``, or as a worker its supervisor placed
+    on ``pin_cpu``. Call it before the process starts a thread."""
+    if pin_cpu is not None or (pin and workers == 1):
+        pin_to(cpu_for(0) if pin_cpu is None else pin_cpu)
 
 
 class Workers(click.ParamType):
