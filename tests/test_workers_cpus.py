@@ -47,16 +47,16 @@ def children(pid: int) -> list[int]:
 
 
 @contextmanager
-def gateway(home: Path, cpus: list[int], *args: str, workers: str = "auto"
+def serving(home: Path, cpus: list[int], *args: str, workers: str = "auto", command: str = "gateway"
             ) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_") and not k.endswith("_API_KEY")}
-    err = home / "gateway.err"
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--workers", workers, *args],
+    err = home / f"{command}.err"
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", command, "--port", "0", "--workers", workers, *args],
                             env={**env, "HERMES_HOME": str(home), "OPENAI_API_KEY": KEY},
                             stdout=subprocess.DEVNULL, stderr=err.open("wb"),
                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
     try:
-        yield proc, listening(proc, err, "gateway", timeout=60), err
+        yield proc, listening(proc, err, command, timeout=60), err
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -74,7 +74,7 @@ def test_auto_is_the_cpus_this_process_may_use_and_numbers_stay_bounded() -> Non
 
 @pytest.mark.skipif(not CPUS, reason="no affinity masks on this platform")
 def test_auto_on_one_cpu_is_the_one_process_gateway(tmp_path: Path) -> None:
-    with gateway(tmp_path, CPUS[:1]) as (proc, base, err):
+    with serving(tmp_path, CPUS[:1]) as (proc, base, err):
         assert "workers)" not in err.read_text()
         assert children(proc.pid) == []
         assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
@@ -82,7 +82,7 @@ def test_auto_on_one_cpu_is_the_one_process_gateway(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs")
 def test_auto_on_two_cpus_serves_one_state_db_from_two_workers(tmp_path: Path, emulator: Any) -> None:
-    with gateway(tmp_path, CPUS[:2], "--allow-base-url", emulator.root) as (proc, base, err):
+    with serving(tmp_path, CPUS[:2], "--allow-base-url", emulator.root) as (proc, base, err):
         assert "(2 workers)" in err.read_text()
         assert len(children(proc.pid)) == 2
         body = {"provider": "openai-responses", "model": "gpt-5", "base_url": emulator.url("openai-responses")}
@@ -109,7 +109,7 @@ def test_auto_on_two_cpus_serves_one_state_db_from_two_workers(tmp_path: Path, e
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs")
 def test_pin_keeps_every_thread_of_each_worker_on_a_cpu_of_its_own(tmp_path: Path, emulator: Any) -> None:
     two = CPUS[:2]
-    with gateway(tmp_path, two, "--pin", "--allow-base-url", emulator.root, workers="2") as (proc, base, err):
+    with serving(tmp_path, two, "--pin", "--allow-base-url", emulator.root, workers="2") as (proc, base, err):
         assert f"(2 workers, on CPUs {two[0]},{two[1]})" in err.read_text()
         assert masks(proc.pid) == {frozenset(two)}  # the supervisor is not pinned
         first = children(proc.pid)
@@ -147,6 +147,16 @@ def test_pin_keeps_every_thread_of_each_worker_on_a_cpu_of_its_own(tmp_path: Pat
 
 @pytest.mark.skipif(not CPUS, reason="no affinity masks on this platform")
 def test_pin_without_workers_keeps_the_one_process_on_the_first_cpu(tmp_path: Path) -> None:
-    with gateway(tmp_path, CPUS, "--pin", workers="1") as (proc, base, _):
+    with serving(tmp_path, CPUS, "--pin", workers="1") as (proc, base, _):
         assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
         assert masks(proc.pid) == {frozenset({CPUS[0]})}
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs")
+def test_the_proxy_pins_its_workers_the_same_way(tmp_path: Path) -> None:
+    two = CPUS[:2]
+    with serving(tmp_path, two, "--pin", "--upstream", "deepseek=http://127.0.0.1:9", workers="2",
+                 command="proxy") as (proc, _, err):
+        assert f"(2 workers, on CPUs {two[0]},{two[1]})" in err.read_text()
+        assert sorted((masks(pid) for pid in children(proc.pid)), key=min) == [
+            {frozenset({two[0]})}, {frozenset({two[1]})}]
