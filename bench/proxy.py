@@ -20,7 +20,7 @@ and streamed (time to first body byte). ``added`` at a percentile is proxied min
 that percentile. The proxy process's CPU time per proxied request is printed too: on a loaded
 machine wall-clock differences are noisy, CPU time much less so. Target: p50 added ≤ 2 ms at 1 client.
 
-Run: ``PYTHONPATH=. python bench/proxy.py [--requests 400]``. Last line:
+Run: ``PYTHONPATH=. python bench/proxy.py [--requests 400] [--pin]``. Last line:
 ``proxy p50_added_ms_1 X.XX``.
 """
 
@@ -154,12 +154,14 @@ def measure(direct: tuple[str, bytes], proxied: tuple[str, bytes], n: int, clien
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=400, help="requests per mode and level")
+    ap.add_argument("--pin", action="store_true", help="run the proxy with --pin (on one CPU of its own)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         emu, emu_url = start(["emulate", "--port", "0", "--only", "deepseek"], home, "deepseek ", "emulator")
         emu_url = emu_url.strip()
-        px, root = start(["proxy", "--port", "0", "--upstream", f"deepseek={emu_url}"], home, "listening on ", "proxy")
+        px, root = start(["proxy", "--port", "0", "--upstream", f"deepseek={emu_url}", *(["--pin"] * a.pin)], home,
+                         "listening on ", "proxy")
         proxy_url = root.replace("/<route>", "") + "/deepseek"
         try:
             messages = conversation(proxy_url)
