@@ -1,12 +1,13 @@
 """The CPUs this process may use, and keeping a serving process on one of them.
 
-One Python process runs one thread of Python at a time. A gateway or proxy process is many
-threads taking turns at that lock; when they run on several CPUs, each release wakes a
-thread on another CPU that races for the lock and often loses to the thread that just let
-it go, so the hand-overs cost wake-ups and cache misses on both sides. Kept on one CPU, the
-hand-over is an ordinary switch on that CPU. ``hermes gateway --pin`` (and ``hermes proxy
---pin``) does that per process, each worker on a CPU of its own (docs/gateway.md, "One
-process or several").
+One Python process runs one thread of Python at a time. A gateway process is many turn
+threads and an event loop taking turns at that lock; when they run on several CPUs, each
+release wakes a thread on another CPU that races for the lock and often loses to the thread
+that just let it go, so the hand-overs cost wake-ups and cache misses on both sides. Kept on
+one CPU, the hand-over is an ordinary switch on that CPU. ``hermes gateway --pin`` (and
+``hermes proxy --pin``, where it measured no different: a proxy's work is on its event loop)
+does that per process, each worker on a CPU of its own (docs/gateway.md, "One process or
+several").
 """
 
 from __future__ import annotations
