@@ -90,8 +90,8 @@ def family_cpu(pid: int) -> float:
 
 def family_rss_mb(pid: int) -> float | None:
     """The sum of the peak RSS of ``pid`` and its live children, in MiB."""
-    peaks = [peak_rss_mb(p) for p in family(pid)]
-    return sum(x for x in peaks if x is not None) if any(x is not None for x in peaks) else None
+    known = [x for x in map(peak_rss_mb, family(pid)) if x is not None]
+    return sum(known) if known else None
 
 
 def peak_rss_mb(pid: int) -> float | None:
@@ -438,11 +438,11 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
     os.environ["HERMES_HOME"] = str(root)
     runs = []
+    gateway_args = [*(["--workers", str(args.workers)] if args.workers > 1 else []), *(["--pin"] if args.pin else [])]
     with Emulator([ROUTE]) as emu:
         url = emu.url(ROUTE)
         for r in range(args.runs):
-            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts,
-                                ["--workers", str(args.workers)] * (args.workers > 1) + ["--pin"] * args.pin))
+            runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts, gateway_args))
     shape = ("one process" if args.workers == 1 else f"--workers {args.workers} (CPU and RSS: every worker's)") + (
         ", --pin" if args.pin else "")
     print(f"gateway bench: {ROUTE} emulator (zero latency), a turn = 2 model calls + 2 commits; "

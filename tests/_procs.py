@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PgFleet", "listening", "stop_all", "wait_for"]
+__all__ = ["PgFleet", "children", "listening", "stop_all", "wait_for"]
 
 
 def listening(proc: subprocess.Popen[bytes], err: Path, what: str, timeout: float = 20) -> str:
@@ -27,6 +27,12 @@ def listening(proc: subprocess.Popen[bytes], err: Path, what: str, timeout: floa
         time.sleep(0.05)
     proc.kill()
     raise AssertionError(f"{what} did not start")
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (a ``--workers`` supervisor's workers)."""
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False)
+    return [int(p) for p in out.stdout.split()]
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30.0) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import openai
 import pytest
-from _procs import PgFleet, listening, stop_all, wait_for
+from _procs import PgFleet, children, listening, stop_all, wait_for
 from _proxy import RESULT, openai_step
 
 from hermes.emulate import Emulator
@@ -242,14 +242,10 @@ def test_workers_flag_serves_the_proxy_from_supervised_processes(fleet: Fleet) -
         root = proxy_root(proc, err)
         assert "(3 workers)" in err.read_text()
 
-        def children() -> list[int]:
-            out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True, text=True)
-            return [int(p) for p in out.stdout.split()]
-
-        first = children()
+        first = children(proc.pid)
         assert len(first) == 3
         os.kill(first[0], signal.SIGKILL)
-        wait_for(lambda: len(children()) == 3 and first[0] not in children(), 60)
+        wait_for(lambda: len(now := children(proc.pid)) == 3 and first[0] not in now, 60)
         since = len(fleet.emu.requests(ROUTE))
         c = Client("workers", "sk-workers-flag", [root] * 3)  # three connections: whichever worker accepts each
         for j in range(4):

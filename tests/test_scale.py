@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _procs import PgFleet, stop_all, wait_for
+from _procs import PgFleet, children, stop_all, wait_for
 from test_gateway import _env, check_serialised, opaque_payloads, start_process, strings_in
 
 from hermes.emulate import Emulator
@@ -253,15 +253,11 @@ def test_workers_flag_serves_from_supervised_processes(fleet: Fleet) -> None:
         assert "(3 workers)" in text, text
         base = text.split("listening on ", 1)[1].split()[0]
 
-        def children() -> list[int]:
-            out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True, text=True)
-            return [int(p) for p in out.stdout.split()]
-
-        first = children()
+        first = children(proc.pid)
         assert len(first) == 3
         sid = fleet.create(base)
         os.kill(first[0], signal.SIGKILL)
-        wait_for(lambda: len(children()) == 3 and first[0] not in children(), 60)
+        wait_for(lambda: len(now := children(proc.pid)) == 3 and first[0] not in now, 60)
         with ThreadPoolExecutor(4) as pool:
             codes = list(pool.map(lambda j: fleet.client(base).post(
                 f"/v1/sessions/{sid}/messages", json={"content": f"c{j % 2} t{j // 2}", "wait_s": 30}).status_code,

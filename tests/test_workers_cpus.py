@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from typing import Any
 import click
 import httpx
 import pytest
-from _procs import listening
+from _procs import children, listening, wait_for
 
 from hermes.cli.workers_option import WORKERS
 from hermes.cpus import usable_cpus
@@ -41,9 +40,8 @@ def masks(pid: int) -> set[frozenset[int]]:
     return {frozenset(os.sched_getaffinity(int(t))) for t in os.listdir(f"/proc/{pid}/task")}
 
 
-def children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False)
-    return [int(p) for p in out.stdout.split()]
+def threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
 
 
 @contextmanager
@@ -114,9 +112,6 @@ def test_pin_keeps_every_thread_of_each_worker_on_a_cpu_of_its_own(tmp_path: Pat
         assert masks(proc.pid) == {frozenset(two)}  # the supervisor is not pinned
         first = children(proc.pid)
         body = {"provider": "openai-responses", "model": "gpt-5", "base_url": emulator.url("openai-responses")}
-        def threads(pid: int) -> int:
-            return len(os.listdir(f"/proc/{pid}/task"))
-
         # turns start turn threads in whichever worker the kernel hands each new connection to
         # (often the same one): keep opening connections until both have run one, or 40 tried
         for j in range(40):
@@ -129,20 +124,16 @@ def test_pin_keeps_every_thread_of_each_worker_on_a_cpu_of_its_own(tmp_path: Pat
         pinned = {pid: masks(pid) for pid in first}
         assert sorted(pinned.values(), key=min) == [{frozenset({two[0]})}, {frozenset({two[1]})}]
         os.kill(first[0], signal.SIGKILL)
-        deadline = time.monotonic() + 60
-        while len(now := children(proc.pid)) != 2 or first[0] in now:
-            assert time.monotonic() < deadline, "the killed worker was not replaced"
-            time.sleep(0.05)
-        (new,) = set(now) - set(first)
-        deadline = time.monotonic() + 60
-        while True:  # it pins itself first thing, long before it listens
+        wait_for(lambda: len(now := children(proc.pid)) == 2 and first[0] not in now, 60)
+        (new,) = set(children(proc.pid)) - set(first)
+
+        def placed() -> bool:  # it pins itself first thing, long before it listens
             try:
-                if masks(new) == pinned[first[0]]:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, f"the new worker runs on {masks(new)}"
-            time.sleep(0.05)
+                return masks(new) == pinned[first[0]]
+            except OSError:  # a thread that ended while its mask was read
+                return False
+
+        wait_for(placed, 60)
 
 
 @pytest.mark.skipif(not CPUS, reason="no affinity masks on this platform")
