@@ -489,7 +489,10 @@ def test_a_client_that_hangs_up_mid_turn_still_gets_its_turn_committed_and_the_s
         assert [m.role for m in s.load(sid)][4:] == ["user", "assistant", "tool", "assistant"]
 
 
-def test_sigterm_mid_turn_finishes_the_turn(cluster: Cluster) -> None:
+@pytest.mark.parametrize("earlier", [0, 1], ids=["first-turn", "lane-turn"])
+def test_sigterm_mid_turn_finishes_the_turn(cluster: Cluster, earlier: int) -> None:
+    """Also when the turn is the connection's second, which the turn lane runs on its thread
+    (``gateway.lane``): shutdown waits for the lane to answer it and let go."""
     name = "gemini-vertex"
     proc, base, err = start_process(cluster.home, "--allow-base-url", cluster.emu.root)
     with Store(cluster.home / "state.db") as s:
@@ -501,14 +504,15 @@ def test_sigterm_mid_turn_finishes_the_turn(cluster: Cluster) -> None:
 
     def turn() -> None:
         with cluster.client(base) as c:
-            r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "slow one"})
-            result.update(status=r.status_code, body=r.json())
+            for n in range(earlier + 1):
+                r = c.post(f"/v1/sessions/{sid}/messages", json={"content": f"slow one {n}"})
+                result.update(status=r.status_code, body=r.json())
 
     try:
         t = threading.Thread(target=turn)
         t.start()
         deadline = time.monotonic() + 10
-        while len(cluster.emu.requests(name)) == before and time.monotonic() < deadline:
+        while len(cluster.emu.requests(name)) <= before + 3 * earlier and time.monotonic() < deadline:
             time.sleep(0.01)
         proc.send_signal(signal.SIGTERM)  # mid-turn: the first model call is streaming
         assert proc.wait(timeout=30) == 0, err.read_text()
@@ -520,5 +524,5 @@ def test_sigterm_mid_turn_finishes_the_turn(cluster: Cluster) -> None:
     assert result["status"] == 200 and result["body"]["stopped"] == "answer"
     with Store(cluster.home / "state.db") as s:
         history = s.load(sid)
-    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant", "tool", "assistant"] * (earlier + 1)
     assert history[-1].text == result["body"]["answer"]

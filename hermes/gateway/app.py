@@ -50,7 +50,6 @@ from ..config import Config
 from ..errors import redact
 from ..events import EventSink
 from ..hot import HotSessions
-from ..logs import log_event
 from ..paths import routes_path
 from ..resolve import Resolved, load_table
 from ..runtime import Runtime, explicit_url
@@ -64,17 +63,18 @@ from .guard import Guard, allowed_hosts
 from .http import (
     ApiError,
     AuthThrottle,
+    answer_error,
     error_response,
     from_exception,
     json_response,
-    openai_error_response,
     read_json,
 )
 from .http import field as body_field
 from .idempotency import IdempotencyCache
+from .lane import LANE_MARK, Lane
 from .locks import SessionLocks, Take
 from .threads import TurnThreads
-from .turns import TurnJob, TurnRequest, describe, openai_usage
+from .turns import TurnJob, TurnRequest, describe, openai_usage, turn_request
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
 
@@ -108,6 +108,9 @@ class GatewayOptions:
     """A request body must arrive within this long once its headers did (408 after)."""
     max_connections: int = 1024
     """Open connections at once; more are closed on arrival."""
+    lane_linger_s: float = 0.05
+    """How long the turn lane waits on a connection for its next turn before the event loop
+    takes it back (``gateway.lane``); 0 turns the lane off."""
     freeze_after_first_turn: bool = False
     """``gc.freeze()`` once the first turn has run (``GatewayState.settle``). ``serve`` turns it
     on: the process is the gateway's own. An app embedded in another process leaves it off,
@@ -138,6 +141,8 @@ class GatewayState:
     """Recent sessions' history and build cache: a turn loads and builds only what is new."""
     runtime: Runtime = field(init=False)
     """Routes, session switches, compaction and agents: built once (routes.toml read once)."""
+    lane: Lane | None = None
+    """Serves the next turns of a connection that posts turns on a turn thread (``lane``)."""
     settled: bool = False
     """Set once the first turn has run and the process's long-lived objects are frozen."""
 
@@ -299,10 +304,17 @@ class GatewayState:
             raise job.locked.exception()  # type: ignore[misc]
         return _drain(job)
 
+    def running(self) -> int:
+        """Turns running now, on the event loop's path and in the lane."""
+        return len(self.jobs) + (self.lane.running if self.lane else 0)
+
     async def drain(self) -> None:
         """Graceful shutdown: let every running turn finish and commit."""
-        while self.jobs:
-            await asyncio.gather(*list(self.jobs), return_exceptions=True)
+        while self.running():
+            if self.jobs:
+                await asyncio.gather(*list(self.jobs), return_exceptions=True)
+            else:  # the lane's: on threads, with nothing to await
+                await asyncio.sleep(0.01)
 
 
 async def _drain(job: TurnJob) -> AsyncIterator[tuple[str, dict[str, Any]]]:
@@ -351,12 +363,7 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
                     await state.auth_failures.check(request, opts.token)
                 return await fn(request)
             except Exception as e:
-                err = from_exception(e)
-                if err.status >= 500 and err.type == "internal":
-                    log_event("gateway_error", path=request.url.path, error=redact(f"{type(e).__name__}: {e}"))
-                if openai:
-                    return openai_error_response(err)
-                return error_response(err.status, err.type, err.message, err.headers)
+                return answer_error(e, request.url.path, openai=openai)
 
         return wrapped
 
@@ -364,7 +371,8 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         return await anyio.to_thread.run_sync(fn, *args)
 
     async def healthz(request: Request) -> Response:
-        return json_response({"ok": True, "turns_running": len(state.jobs)})
+        return json_response({"ok": True, "turns_running": state.running(),
+                              "lane_turns": state.lane.served if state.lane else 0})
 
     async def create(request: Request) -> Response:
         body = await read_json(request, opts.max_body, timeout_s=opts.body_timeout_s)
@@ -386,22 +394,15 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
     async def messages(request: Request) -> Response:
         sid = request.path_params["sid"]
         body = await read_json(request, opts.max_body, timeout_s=opts.body_timeout_s)
-        content = body_field(body, "content", required=True)
-        if not content.strip():
-            raise ApiError(400, "invalid_request", "'content' is empty: a turn needs some text")
-        stream = body_field(body, "stream", kind=bool) or False
-        wait = body.get("wait_s")
-        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float) or wait < 0):
-            raise ApiError(400, "invalid_request", "'wait_s' must be a number of seconds >= 0")
-        req = TurnRequest(sid, content, body_field(body, "provider"), body_field(body, "model"),
-                          body_field(body, "base_url"),
-                          None if wait is None else min(float(wait), opts.lock_wait_s))
+        req, stream = turn_request(sid, body, opts.lock_wait_s)
         key = request.headers.get("idempotency-key")
         if not stream and key is not None:
             digest = hashlib.sha256(f"messages\0{sid}\0".encode() + orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
             return json_response(await state.turn_once(req, f"messages\0{key}", digest.hexdigest()))
         if not stream:
-            return json_response(await state.turn_json(req))
+            answer = json_response(await state.turn_json(req))
+            request.scope[LANE_MARK] = True  # the connection's next turns may go by the lane
+            return answer
         events = await state.turn_events(req)
 
         async def body_iter() -> AsyncIterator[bytes]:
@@ -474,9 +475,12 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         Mount("/ui", app=_ui(store, opts, state.auth_failures)),
     ]
     hosts = allowed_hosts(opts.bound_host, (*config.allowed_hosts, *opts.allowed_hosts))
-    guard = Middleware(Guard, hosts=hosts, origins=(*config.allowed_origins, *opts.allowed_origins))
+    origins = (*config.allowed_origins, *opts.allowed_origins)
+    if opts.lane_linger_s > 0:
+        state.lane = Lane(state, Guard(None, hosts=hosts, origins=origins), linger_s=opts.lane_linger_s)
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found}, lifespan=lifespan,
-                    middleware=[guard, Middleware(FastPath, handler=turn, pattern=TURN)])
+                    middleware=[Middleware(Guard, hosts=hosts, origins=origins),
+                                Middleware(FastPath, handler=turn, pattern=TURN)])
     app.state.gateway = state
     return app
 

@@ -30,8 +30,8 @@ from ..errors import (
 )
 from .locks import Busy
 
-__all__ = ["ApiError", "AuthThrottle", "error_response", "field", "from_exception", "json_response", "openai_error_response",
-           "read_body", "read_json", "require_auth"]
+__all__ = ["ApiError", "AuthThrottle", "answer_error", "body_late", "error_response", "field", "from_exception",
+           "json_response", "openai_error_response", "read_body", "read_json", "require_auth", "token_ok"]
 
 
 class ApiError(Exception):
@@ -103,13 +103,28 @@ def openai_error_response(err: ApiError) -> Response:
                          err.status, err.headers)
 
 
-def require_auth(request: Request, token: str | None) -> None:
-    """Bearer auth when a token is configured; constant-time comparison."""
-    if not token:
-        return
-    header = request.headers.get("authorization", "")
+def answer_error(e: BaseException, path: str, *, openai: bool = False) -> Response:
+    """What an endpoint answers when ``e`` was raised: its status and type, in our shape or
+    OpenAI's; an internal error is logged (redacted) as well."""
+    err = from_exception(e)
+    if err.status >= 500 and err.type == "internal":
+        from ..logs import log_event
+
+        log_event("gateway_error", path=path, error=redact(f"{type(e).__name__}: {e}"))
+    if openai:
+        return openai_error_response(err)
+    return error_response(err.status, err.type, err.message, err.headers)
+
+
+def token_ok(header: str, token: str) -> bool:
+    """An ``Authorization`` header value carrying ``token``; constant-time comparison."""
     scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def require_auth(request: Request, token: str | None) -> None:
+    """Bearer auth when a token is configured."""
+    if token and not token_ok(request.headers.get("authorization", ""), token):
         raise ApiError(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer <token>)",
                        {"www-authenticate": "Bearer"})
 
@@ -156,8 +171,7 @@ async def read_json(request: Request, limit: int, *, optional: bool = False,
         async with asyncio.timeout(timeout_s):  # asyncio's own: anyio's cancel scope costs ~4x more
             raw = await read_body(request, limit)
     except TimeoutError:
-        raise ApiError(408, "timeout", f"the request body did not arrive within {timeout_s:g} s",
-                       {"connection": "close"}) from None
+        raise body_late(timeout_s or 0) from None
     if not raw.strip():
         if optional:
             return {}
@@ -173,6 +187,11 @@ async def read_json(request: Request, limit: int, *, optional: bool = False,
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_request", f"request body must be a JSON object, not {type(data).__name__}")
     return data
+
+
+def body_late(timeout_s: float) -> ApiError:
+    """408 for a body that did not arrive in time; the connection is closed after it."""
+    return ApiError(408, "timeout", f"the request body did not arrive within {timeout_s:g} s", {"connection": "close"})
 
 
 async def read_body(request: Request, limit: int) -> bytes:

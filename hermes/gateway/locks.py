@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ..store import SessionInfo, SessionStore
     from .threads import TurnThreads
 
-__all__ = ["Busy", "SessionLocks", "Take"]
+__all__ = ["Busy", "LeaseHeld", "SessionLocks", "Take"]
 
 T = TypeVar("T")
 Take = Callable[[], tuple[Lease, "SessionInfo"]]
@@ -63,7 +63,7 @@ the same transaction (held by another process: the attempt is abandoned before i
 anything and ``run`` polls again)."""
 
 
-class _Retry(BaseException):
+class LeaseHeld(BaseException):
     """``take`` found the lease held elsewhere: give the thread back, poll again later. A
     ``BaseException`` so no ``except Exception`` in an attempt can swallow it."""
 
@@ -133,39 +133,50 @@ class SessionLocks:
             self._renewer = asyncio.create_task(self._renew_held())
 
         def once() -> T:
-            held: list[Lease] = []
-
-            def take() -> tuple[Lease, SessionInfo]:
-                owner = f"{self.prefix}:{next(self._seq)}"
-                got = self.store.lease_session(session_id, owner, self.ttl_s)
-                if got is None:
-                    raise _Retry
-                lease = Lease(session_id, owner, int(got[0]))
-                with self._held_lock:
-                    self._held[owner] = session_id
-                held.append(lease)
-                return lease, got[1]
-
-            try:
-                return attempt(take)
-            finally:
-                for lease in held:
-                    with self._held_lock:  # after this no renewal of it can start
-                        self._held.pop(lease.owner, None)
-                    self.store.release_lock(session_id, lease.owner)
+            return self.attempt(session_id, attempt)
 
         delay = self.poll_min_s
         async with self._local_turn(session_id, deadline):
             while True:
                 try:
                     return await pool.submit(once)  # not cancellable: see threads.Pending
-                except _Retry:
+                except LeaseHeld:
                     pass
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise Busy(session_id)
                 await asyncio.sleep(min(delay * (0.5 + secrets.randbelow(1000) / 1000), left))
                 delay = min(delay * 2, self.poll_max_s)
+
+    def queued(self, session_id: str) -> bool:
+        """A turn of this process runs or waits for the session on ``run``'s path (read from
+        any thread): the lane then hands its turn to that queue rather than overtake it."""
+        return session_id in self._local
+
+    def attempt(self, session_id: str, attempt: Callable[[Take], T]) -> T:
+        """``attempt(take)`` once, on the calling thread; ``take()`` raises ``LeaseHeld`` when
+        another owner holds the session's lease. The lease it gets is released when
+        ``attempt`` returns or raises, and renewed meanwhile by ``run``'s renewer."""
+        held: list[Lease] = []
+
+        def take() -> tuple[Lease, SessionInfo]:
+            owner = f"{self.prefix}:{next(self._seq)}"
+            got = self.store.lease_session(session_id, owner, self.ttl_s)
+            if got is None:
+                raise LeaseHeld
+            lease = Lease(session_id, owner, int(got[0]))
+            with self._held_lock:
+                self._held[owner] = session_id
+            held.append(lease)
+            return lease, got[1]
+
+        try:
+            return attempt(take)
+        finally:
+            for lease in held:
+                with self._held_lock:  # after this no renewal of it can start
+                    self._held.pop(lease.owner, None)
+                self.store.release_lock(session_id, lease.owner)
 
     async def _renew_held(self) -> None:
         """Renew every lease ``run`` holds, every ``ttl/3``; the held-lock is kept across each

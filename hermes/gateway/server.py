@@ -10,6 +10,7 @@ turn is cut between its store writes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
 import os
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..config import Config
 from ..errors import ConfigError
 from .app import GatewayOptions, create_app
+from .lane import LANE_MARK, Lane
 
 if TYPE_CHECKING:
     from ..store import SessionStore
@@ -109,7 +111,7 @@ class HeadHeld:
         return self.transport.is_closing()
 
 
-def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyncio.Protocol]:
+def guarded_protocol(header_timeout_s: float, max_connections: int, lane: Lane | None = None) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol with two limits it lacks: a deadline for each request's headers
     (from connection open, and again from the end of each response, so an idle or trickling
     keep-alive connection is closed too), and a cap on open connections. A client that sends
@@ -122,7 +124,13 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
     The parser is ``httptools`` (llhttp, in C) when it is installed — it is a dependency — and
     uvicorn's pure-Python ``h11`` otherwise: h11 cost about a quarter of the event loop's CPU
     per gateway turn (2.07 → 1.53 ms) and nearly half of a bare request's (0.45 → 0.25 ms;
-    docs/performance.md)."""
+    docs/performance.md).
+
+    With a ``lane`` (the gateway's), a keep-alive connection whose plain JSON turn was just
+    answered is handed to it (``hermes.gateway.lane``): the loop stops reading it until the
+    lane gives it back, with the bytes it read and did not answer, which are then parsed here
+    as if they had just arrived. While the lane holds it, the connection has no deadline of
+    the loop's (the lane keeps the same one) and a shutdown waits for the lane to let go."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
         headers_done = "on_headers_complete"
@@ -133,6 +141,8 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
     class Guarded(Base):  # type: ignore[misc,valid-type]
         _deadline: asyncio.TimerHandle | None = None
         _armed_at: float = 0.0
+        _adopted = False
+        _stopping = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -145,10 +155,10 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
                 min(waiting, key=lambda c: c._armed_at)._expire()
             self._arm()
 
-        def _arm(self) -> None:
+        def _arm(self, timeout_s: float = header_timeout_s) -> None:
             self._disarm()
             self._armed_at = self.loop.time()
-            self._deadline = self.loop.call_later(header_timeout_s, self._expire)
+            self._deadline = self.loop.call_later(max(0.0, timeout_s), self._expire)
 
         def _disarm(self) -> None:
             if self._deadline is not None:
@@ -169,9 +179,46 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
                 self.cycle.transport = cast(asyncio.Transport, HeadHeld(self.transport, self.loop))
 
         def on_response_complete(self) -> None:
+            cycle = self.cycle
+            adopt = (lane is not None and cycle.scope.get(LANE_MARK) and not self.pipeline and not self._stopping
+                     and self.scope is cycle.scope  # no byte of a next request parsed yet
+                     and not (isinstance(cycle.transport, HeadHeld) and cycle.transport.held is not None))
             super().on_response_complete()
-            if not self.transport.is_closing() and self._deadline is None:
+            if self.transport.is_closing():
+                return
+            if adopt and lane is not None and self.transport.get_write_buffer_size() == 0 and lane.can_adopt():
+                self._unset_keepalive_if_required()
+                self._disarm()
+                self.flow.pause_reading()
+                self._adopted = True
+                lane.adopt(self.transport.get_extra_info("socket").fileno(), self._handback_soon,
+                           lambda: self.server_state.default_headers, lambda: self._stopping)
+            elif self._deadline is None:
                 self._arm()
+
+        def _handback_soon(self, data: bytes, mode: str, left_s: float) -> None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: the process is ending
+                self.loop.call_soon_threadsafe(self._handback, data, mode, left_s)
+
+        def _handback(self, data: bytes, mode: str, left_s: float) -> None:
+            """The lane let go of this connection: serve what it read and did not answer."""
+            self._adopted = False
+            if self.transport.is_closing():
+                return
+            if mode == "abort":
+                self.transport.abort()
+            elif mode == "close" or self._stopping:
+                self.transport.close()
+            else:
+                self.flow.resume_reading()
+                self._arm(left_s)
+                if data:
+                    self.data_received(data)
+
+        def shutdown(self) -> None:
+            self._stopping = True
+            if not self._adopted:  # else the lane closes it once its turn is answered
+                super().shutdown()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
@@ -192,9 +239,11 @@ def uvicorn_config(app: Any, options: GatewayOptions, *, log_level: str = "warni
     shares the proxy's address: wrong tokens back off together, right ones never wait."""
     import uvicorn
 
+    gateway = getattr(getattr(app, "state", None), "gateway", None)
     return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", proxy_headers=False,
                           timeout_graceful_shutdown=graceful_s, limit_concurrency=None,
-                          http=guarded_protocol(options.header_timeout_s, options.max_connections),
+                          http=guarded_protocol(options.header_timeout_s, options.max_connections,
+                                                gateway.lane if gateway is not None else None),
                           timeout_keep_alive=max(1, int(options.header_timeout_s)))
 
 

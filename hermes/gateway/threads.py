@@ -90,6 +90,14 @@ class TurnThreads:
         inbox.put(call)
         return future
 
+    def spare(self) -> bool:
+        """A call submitted now would start at once, and none is waiting."""
+        return not self._backlog and (bool(self._idle) or len(self._threads) < self.size)
+
+    def backlogged(self) -> bool:
+        """Calls are waiting for a thread."""
+        return bool(self._backlog)
+
     def _work(self, inbox: queue.SimpleQueue[Any], call: Any) -> None:
         while call is not _STOP:
             loop, future, fn = call

@@ -29,10 +29,13 @@ from ..resolve import Resolved
 from ..store import SessionInfo
 from ..store.lease import Lease
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
+from .http import ApiError
+from .http import field as body_field
 from .locks import SessionLocks, Take
 from .threads import TurnThreads
 
-__all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage"]
+__all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage",
+           "turn_request"]
 
 GatewaySink = Callable[[str, dict[str, Any]], None]
 """Where gateway events go: ``(SSE event name, JSON data)``."""
@@ -47,6 +50,21 @@ class TurnRequest:
     base_url: str | None = None
     wait_s: float | None = None
     """How long to wait for a busy session before 409 (capped by the server's --lock-wait)."""
+
+
+def turn_request(sid: str, body: dict[str, Any], lock_wait_s: float) -> tuple[TurnRequest, bool]:
+    """A turn's JSON body read into its request, and whether it asks for a stream; 400 naming
+    what is wrong (the event loop's handler and the lane read bodies alike)."""
+    content = body_field(body, "content", required=True)
+    if not content.strip():
+        raise ApiError(400, "invalid_request", "'content' is empty: a turn needs some text")
+    stream = body_field(body, "stream", kind=bool) or False
+    wait = body.get("wait_s")
+    if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float) or wait < 0):
+        raise ApiError(400, "invalid_request", "'wait_s' must be a number of seconds >= 0")
+    req = TurnRequest(sid, content, body_field(body, "provider"), body_field(body, "model"), body_field(body, "base_url"),
+                      None if wait is None else min(float(wait), lock_wait_s))
+    return req, stream
 
 
 def event_mapper(sink: GatewaySink) -> EventSink:

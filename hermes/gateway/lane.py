@@ -1,0 +1,277 @@
+"""The turn lane: a keep-alive connection that posts turns is served by one thread, end to end.
+
+At many busy sessions a gateway process runs one thread of Python at a time (the GIL), so
+what bounds its turns per second is its CPU per turn, and every hand-over between threads
+costs some: on the event loop's path a request is read and parsed on the loop, handed to a
+turn thread, and its answer handed back to the loop to be written — two wake-ups of another
+thread per turn, each a GIL hand-over and a context switch. The lane takes both away for the
+request a gateway serves most: a client posting turn after turn on one connection.
+
+Once a plain JSON turn has been answered on a keep-alive connection through the loop (the
+handler marks it, ``LANE_MARK``), the connection is **adopted**: the loop stops reading it
+and a turn thread gets a duplicate of its socket. That thread waits up to ``linger_s`` for
+the next request, reads and parses it itself, and when it is another plain turn — ``POST
+/v1/sessions/{sid}/messages``, HTTP/1.1, a ``Content-Length`` JSON body within the limit, no
+stream, no ``Idempotency-Key``, a Host the gateway answers to, no foreign Origin, the right
+token — runs it on that thread and writes the answer. The lane answers only the turns it
+runs; for everything else (another route, a stream, a wrong or missing token, anything
+malformed, unusual or slow, a session leased elsewhere, other turns waiting for a thread,
+the server shutting down, a client gone quiet) it **hands the connection back** to the loop
+with every byte it read, and the loop serves it exactly as if the lane did not exist: the
+refusals, limits and back-offs stay implemented once, on the loop's path.
+
+The header deadline runs on in the lane (measured from the end of the last answer, as on
+the loop's path); a body that does not arrive within ``body_timeout_s`` is answered 408 and
+the connection closed, as ``read_json`` does.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE
+
+from .guard import Guard
+from .http import ApiError, answer_error, body_late, json_response, token_ok
+from .locks import LeaseHeld
+from .turns import turn_request
+
+if TYPE_CHECKING:
+    from .app import GatewayState
+
+__all__ = ["LANE_MARK", "Handback", "Lane"]
+
+LANE_MARK = "hermes.lane"
+"""Set in a request's ASGI scope by the turn handler once it answered a plain JSON turn: the
+connection may be adopted after that answer."""
+
+MAX_HEAD = 16 * 1024
+"""A request head longer than this goes back to the loop (whose parser has its own limits)."""
+
+_TARGET = re.compile(rb"/v1/sessions/([A-Za-z0-9_.~-]+)/messages")
+_HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?[ \t]*")
+_SINGLE = (b"host", b"content-length", b"content-type", b"authorization", b"origin")
+_REFUSED = (b"transfer-encoding", b"expect", b"upgrade", b"idempotency-key")
+
+Handback = Callable[[bytes, str, float], None]
+"""Called (thread-safe) when the lane lets go of a connection: the bytes it read and did not
+answer, what the loop should do (``"serve"``, ``"close"``, ``"abort"``) and the seconds left
+of the header deadline."""
+
+
+@dataclass(slots=True)
+class Adopted:
+    """A connection the lane holds: its socket (a duplicate of the loop's descriptor, so the
+    loop closing its own never hands this thread a reused one) and how to give it back."""
+
+    sock: socket.socket
+    handback: Handback
+    headers: Callable[[], list[tuple[bytes, bytes]]]
+    """The server's default response headers now (``date`` changes every second)."""
+    shutting_down: Callable[[], bool]
+
+
+class Lane:
+    """Serves adopted connections on the gateway's turn threads (``GatewayState.pool``)."""
+
+    def __init__(self, state: GatewayState, guard: Guard, *, linger_s: float = 0.05) -> None:
+        self.state = state
+        self.guard = guard
+        self.linger_s = linger_s
+        self.token = state.options.token
+        self.max_body = state.options.max_body
+        self.header_timeout_s = state.options.header_timeout_s
+        self.body_timeout_s = state.options.body_timeout_s
+        self.running = 0
+        """Turns the lane runs now (``GatewayState.drain`` waits for them too)."""
+        self.served = 0
+        """Turns the lane has answered (``/healthz`` shows it; the tests read it)."""
+        self._lock = threading.Lock()
+
+    def can_adopt(self) -> bool:
+        """A thread is free for it: the lane never makes a turn wait for a thread."""
+        return self.state.pool.spare()
+
+    def adopt(self, fd: int, handback: Handback, headers: Callable[[], list[tuple[bytes, bytes]]],
+              shutting_down: Callable[[], bool]) -> None:
+        """Called on the event loop, which has stopped reading ``fd``."""
+        conn = Adopted(socket.socket(fileno=os.dup(fd)), handback, headers, shutting_down)
+        self.state.pool.submit(lambda: self._hold(conn))
+
+    def _hold(self, conn: Adopted) -> None:
+        """Serve turns until something is not a plain turn; never raises (nobody awaits it)."""
+        data, mode, left = b"", "abort", 0.0
+        try:
+            data, mode, left = self._serve(conn)
+        except Exception as e:  # a bug here must not strand the connection: the loop aborts it
+            from ..logs import log_event
+
+            log_event("gateway_lane_error", error=f"{type(e).__name__}: {e}")
+        finally:
+            conn.sock.close()  # the duplicate only: the connection is the loop's again
+            conn.handback(data, mode, left)
+
+    def _serve(self, conn: Adopted) -> tuple[bytes, str, float]:
+        """(bytes read and not answered, what the loop does next, header seconds left)."""
+        sock = conn.sock
+        buf = b""
+        while True:
+            deadline = time.monotonic() + self.header_timeout_s
+            if not buf:  # the client's next request: wait a little for it, no longer
+                try:
+                    sock.settimeout(self.linger_s)
+                    buf = sock.recv(65536)
+                except TimeoutError:
+                    return b"", "serve", deadline - time.monotonic()
+                except OSError:
+                    return b"", "serve", 0.0  # the loop finds the connection gone
+                if not buf:
+                    return b"", "serve", 0.0
+            buf, end = _read_until(sock, buf, lambda b: b.find(b"\r\n\r\n"), MAX_HEAD, deadline)
+            ask = self._turn_of(buf[:end]) if end >= 0 else None
+            if ask is None or conn.shutting_down():
+                return buf, "serve", deadline - time.monotonic()
+            sid, length = ask
+            stop = end + 4 + length
+            buf, got = _read_until(sock, buf, functools.partial(_whole, stop), stop,
+                                   time.monotonic() + self.body_timeout_s)
+            if got < 0:
+                if not _gone(sock):  # it did not come in time: 408, as read_json answers
+                    self._answer(conn, body_late(self.body_timeout_s), sid)
+                    return b"", "close", 0.0
+                return buf, "serve", 0.0
+            outcome = self._run(sid, buf[end + 4:stop])
+            if outcome is None:  # not a turn the lane runs, or the session is leased elsewhere
+                return buf, "serve", deadline - time.monotonic()
+            close = conn.shutting_down()
+            if not self._answer(conn, outcome, sid, close=close):
+                return b"", "abort", 0.0
+            if close:
+                return b"", "close", 0.0
+            buf = buf[stop:]
+            if self.state.pool.backlogged():  # other turns wait for a thread: give this one back
+                return buf, "serve", self.header_timeout_s
+
+    def _turn_of(self, head: bytes) -> tuple[str, int] | None:
+        """(session id, body length) of a plain turn this lane may run, else ``None``."""
+        lines = head.split(b"\r\n")
+        parts = lines[0].split(b" ")
+        if len(parts) != 3 or parts[0] != b"POST" or parts[2] != b"HTTP/1.1":
+            return None
+        target = _TARGET.fullmatch(parts[1])
+        if target is None:
+            return None
+        headers: list[tuple[bytes, bytes]] = []
+        seen: dict[bytes, bytes] = {}
+        for line in lines[1:]:
+            m = _HEADER.fullmatch(line)
+            if m is None:
+                return None
+            name, value = m.group(1).lower(), m.group(2) or b""
+            if name in _REFUSED or (name in _SINGLE and name in seen):
+                return None
+            if name == b"connection" and value.lower() != b"keep-alive":
+                return None
+            headers.append((name, value))
+            seen[name] = value
+        length = seen.get(b"content-length", b"")
+        if not length.isdigit() or int(length) > self.max_body:
+            return None
+        if seen.get(b"content-type", b"").split(b";", 1)[0].strip().lower() != b"application/json":
+            return None
+        if self.guard.check({"headers": headers, "scheme": "http"}) is not None:
+            return None
+        if self.token and not token_ok(seen.get(b"authorization", b"").decode("latin-1"), self.token):
+            return None  # the loop answers it, after the address's back-off
+        return target.group(1).decode("ascii"), int(length)
+
+    def _run(self, sid: str, raw: bytes) -> dict[str, Any] | Exception | None:
+        """The turn's outcome (its JSON, or what it raised); ``None`` when the lane does not
+        run it and the loop will: a stream, an invalid body, a session leased elsewhere."""
+        state = self.state
+        try:
+            body = orjson.loads(raw)
+            if not isinstance(body, dict):
+                return None
+            req, stream = turn_request(sid, body, state.options.lock_wait_s)
+        except (orjson.JSONDecodeError, ApiError):
+            return None
+        if stream or state.locks.queued(sid):  # turns queued on the loop's path go first
+            return None
+        with self._lock:
+            self.running += 1
+        try:
+            return state.locks.attempt(sid, lambda take: state.run_turn(req, None, take))
+        except LeaseHeld:
+            return None
+        except Exception as e:
+            return e
+        finally:
+            with self._lock:
+                self.running -= 1
+
+    def _answer(self, conn: Adopted, outcome: dict[str, Any] | Exception, sid: str, *, close: bool = False) -> bool:
+        """Write the answer in one send, as the loop would have; False if the client is gone
+        or stopped reading."""
+        if isinstance(outcome, Exception):
+            response = answer_error(outcome, f"/v1/sessions/{sid}/messages")
+        else:
+            response = json_response(outcome)
+        head = [STATUS_LINE[response.status_code]]
+        for name, value in (*conn.headers(), *response.raw_headers):
+            head += (name, b": ", value, b"\r\n")
+        if close and not any(name == b"connection" for name, _ in response.raw_headers):
+            head.append(b"connection: close\r\n")
+        head.append(b"\r\n")
+        with self._lock:  # counted before the client can read it (and ask /healthz)
+            self.served += 1
+        try:
+            conn.sock.settimeout(self.body_timeout_s)
+            conn.sock.sendall(b"".join(head) + response.body)
+        except OSError:
+            return False
+        return True
+
+
+def _read_until(sock: socket.socket, buf: bytes, find: Callable[[bytes], int], most: int,
+                deadline: float) -> tuple[bytes, int]:
+    """Read until ``find(buf) >= 0`` and return every byte read with it; ``-1`` when it did
+    not come: more than ``most`` bytes, past ``deadline``, or the connection closed or failed."""
+    while (at := find(buf)) < 0:
+        left = deadline - time.monotonic()
+        if left <= 0 or len(buf) > most:
+            return buf, -1
+        try:
+            sock.settimeout(left)
+            more = sock.recv(65536)
+        except OSError:  # TimeoutError included
+            return buf, -1
+        if not more:
+            return buf, -1
+        buf += more
+    return buf, at
+
+
+def _whole(stop: int, buf: bytes) -> int:
+    """``stop`` once ``buf`` holds that many bytes (a request's head and body), else -1."""
+    return stop if len(buf) >= stop else -1
+
+
+def _gone(sock: socket.socket) -> bool:
+    """The peer closed or reset the connection (a late body is answered 408; a gone client not)."""
+    try:
+        sock.settimeout(0)
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
