@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import struct
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -301,3 +302,62 @@ def test_without_the_lane_every_turn_goes_by_the_loop(
             for content in ("one", "two", "three"):
                 assert answered(*exchange(sock, turn(sid, content))[:2], content)
         assert lane_turns(url) == 0
+
+
+def test_a_client_that_does_not_read_its_answers_does_not_hold_the_lanes_thread(
+        emulator: Any, hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane writes what the client's socket takes and gives the rest to the event loop:
+    with one turn thread, a client that sends requests without reading the answers (until
+    they fill its small window and the server's buffers) does not keep a second client's turn
+    from running; it then reads every answer, in order, and its connection serves on. A turn
+    too large for the context budget is a 400 (an SDK retries a 500, and each retry is a turn)."""
+    import threading
+
+    from hermes.store import Store
+
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek-test-0001")
+    with gateway(hermes_home, Config(), token=TOKEN, allowed_base_urls=(emulator.root,), workers=1,
+                 lane_linger_s=5.0) as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window
+        slow.settimeout(60)
+        slow.connect((host, int(port)))
+        with slow, socket.create_connection((host, int(port)), timeout=10) as other:
+            sid = new_session(slow, emulator)
+            assert answered(*exchange(slow, turn(sid, "first"))[:2], "first")
+            # answers the lane writes at once: a session id of 12 KB, echoed by each 404; 400 of
+            # them fill the small window and whatever the server's socket buffers (4 MB at most)
+            lost = ["x" * 12_000 + f"-{n}" for n in range(400)]
+            sender = threading.Thread(target=slow.sendall, args=(b"".join(turn(x, "?") for x in lost),), daemon=True)
+            sender.start()
+            deadline, seen = time.monotonic() + 30, -1
+            while (now := lane_turns(url)) != seen and time.monotonic() < deadline:  # until the buffers are full
+                seen = now
+                time.sleep(0.5)
+            assert 20 <= seen < len(lost), seen
+
+            other_sid = new_session(other, emulator)  # the one turn thread is free for it
+            done = threading.Event()
+            threading.Timer(8.0, lambda: done.is_set() or other.close()).start()
+            assert answered(*exchange(other, turn(other_sid, "meanwhile"))[:2], "meanwhile")
+            head, body, _ = exchange(other, turn(other_sid, "many words " * 40_000))
+            done.set()
+            assert head.startswith(b"HTTP/1.1 400") and b"context budget" in body, head + body
+
+            buf = b""
+            for x in lost:
+                while (end := buf.find(b"\r\n\r\n")) < 0:
+                    buf += slow.recv(65536)
+                head, buf = buf[:end], buf[end + 4:]
+                length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
+                              if line.lower().startswith(b"content-length:"))
+                while len(buf) < length:
+                    buf += slow.recv(65536)
+                assert head.startswith(b"HTTP/1.1 404") and x.encode() in buf[:length], head
+                buf = buf[length:]
+            sender.join(timeout=10)
+            assert answered(*exchange(slow, turn(sid, "and on"))[:2], "and on")
+    with Store(hermes_home / "state.db") as s:
+        users = [m.text for m in s.load(sid) if m.role == "user"]
+    assert users == ["first", "and on"]

@@ -18,6 +18,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..compaction import CompactionError
 from ..errors import (
     ConfigError,
     HermesError,
@@ -66,7 +67,7 @@ def from_exception(e: BaseException) -> ApiError:
         return _provider_status(e)
     if isinstance(e, ProviderError):
         return ApiError(502, "provider_error", str(e))
-    if isinstance(e, ConfigError | RouteError | HistoryError):
+    if isinstance(e, ConfigError | RouteError | HistoryError | CompactionError):  # the request or session, not us
         hint = f" ({e.hint})" if getattr(e, "hint", "") else ""
         return ApiError(400, "invalid_request", f"{e}{hint}")
     if isinstance(e, HermesError):

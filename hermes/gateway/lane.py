@@ -22,7 +22,9 @@ refusals, limits and back-offs stay implemented once, on the loop's path.
 
 The header deadline runs on in the lane (measured from the end of the last answer, as on
 the loop's path); a body that does not arrive within ``body_timeout_s`` is answered 408 and
-the connection closed, as ``read_json`` does.
+the connection closed, as ``read_json`` does. An answer is written without waiting: what
+the client's socket does not take goes back to the loop with the connection, so a client
+that stops reading holds no thread.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from .turns import turn_request
 if TYPE_CHECKING:
     from .app import GatewayState
 
-__all__ = ["LANE_MARK", "Handback", "Lane"]
+__all__ = ["LANE_MARK", "Handback", "Lane", "Letgo"]
 
 LANE_MARK = "hermes.lane"
 """Set in a request's ASGI scope by the turn handler once it answered a plain JSON turn: the
@@ -62,10 +64,23 @@ _HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\x21-\x7e](?:[\x20
 _SINGLE = (b"host", b"content-length", b"content-type", b"authorization", b"origin")
 _REFUSED = (b"transfer-encoding", b"expect", b"upgrade", b"idempotency-key")
 
-Handback = Callable[[bytes, str, float], None]
-"""Called (thread-safe) when the lane lets go of a connection: the bytes it read and did not
-answer, what the loop should do (``"serve"``, ``"close"``, ``"abort"``) and the seconds left
-of the header deadline."""
+Handback = Callable[["Letgo"], None]
+"""Called (thread-safe) when the lane lets go of a connection."""
+
+
+@dataclass(frozen=True, slots=True)
+class Letgo:
+    """How the lane gives a connection back to the event loop."""
+
+    unread: bytes = b""
+    """Bytes the lane read and did not answer: the loop parses them as if just arrived."""
+    unsent: bytes = b""
+    """The end of an answer the client's socket had no room for: the loop writes it (the lane
+    never waits on a client that does not read)."""
+    mode: str = "serve"
+    """``"serve"`` the connection on, ``"close"`` it once written, ``"abort"`` it."""
+    left_s: float = 0.0
+    """Seconds left of the header deadline for the next request."""
 
 
 @dataclass(slots=True)
@@ -109,19 +124,18 @@ class Lane:
 
     def _hold(self, conn: Adopted) -> None:
         """Serve turns until something is not a plain turn; never raises (nobody awaits it)."""
-        data, mode, left = b"", "abort", 0.0
+        letgo = Letgo(mode="abort")
         try:
-            data, mode, left = self._serve(conn)
+            letgo = self._serve(conn)
         except Exception as e:  # a bug here must not strand the connection: the loop aborts it
             from ..logs import log_event
 
             log_event("gateway_lane_error", error=f"{type(e).__name__}: {e}")
         finally:
             conn.sock.close()  # the duplicate only: the connection is the loop's again
-            conn.handback(data, mode, left)
+            conn.handback(letgo)
 
-    def _serve(self, conn: Adopted) -> tuple[bytes, str, float]:
-        """(bytes read and not answered, what the loop does next, header seconds left)."""
+    def _serve(self, conn: Adopted) -> Letgo:
         sock = conn.sock
         buf = b""
         while True:
@@ -131,35 +145,36 @@ class Lane:
                     sock.settimeout(self.linger_s)
                     buf = sock.recv(65536)
                 except TimeoutError:
-                    return b"", "serve", deadline - time.monotonic()
+                    return Letgo(left_s=deadline - time.monotonic())
                 except OSError:
-                    return b"", "serve", 0.0  # the loop finds the connection gone
+                    return Letgo()  # no time left: the loop finds the connection gone
                 if not buf:
-                    return b"", "serve", 0.0
+                    return Letgo()
             buf, end = _read_until(sock, buf, lambda b: b.find(b"\r\n\r\n"), MAX_HEAD, deadline)
             ask = self._turn_of(buf[:end]) if end >= 0 else None
             if ask is None or conn.shutting_down():
-                return buf, "serve", deadline - time.monotonic()
+                return Letgo(buf, left_s=deadline - time.monotonic())
             sid, length = ask
             stop = end + 4 + length
             buf, got = _read_until(sock, buf, functools.partial(_whole, stop), stop,
                                    time.monotonic() + self.body_timeout_s)
             if got < 0:
-                if not _gone(sock):  # it did not come in time: 408, as read_json answers
-                    self._answer(conn, body_late(self.body_timeout_s), sid)
-                    return b"", "close", 0.0
-                return buf, "serve", 0.0
+                if _gone(sock):
+                    return Letgo(buf)
+                unsent = self._answer(conn, body_late(self.body_timeout_s), sid)  # 408, as read_json answers
+                return Letgo(unsent=unsent or b"", mode="close" if unsent is not None else "abort")
             outcome = self._run(sid, buf[end + 4:stop])
             if outcome is None:  # not a turn the lane runs, or the session is leased elsewhere
-                return buf, "serve", deadline - time.monotonic()
+                return Letgo(buf, left_s=deadline - time.monotonic())
             close = conn.shutting_down()
-            if not self._answer(conn, outcome, sid, close=close):
-                return b"", "abort", 0.0
-            if close:
-                return b"", "close", 0.0
+            unsent = self._answer(conn, outcome, sid, close=close)
+            if unsent is None:
+                return Letgo(mode="abort")
             buf = buf[stop:]
-            if self.state.pool.backlogged():  # other turns wait for a thread: give this one back
-                return buf, "serve", self.header_timeout_s
+            if close:
+                return Letgo(unsent=unsent, mode="close")
+            if unsent or self.state.pool.backlogged():  # a slow reader, or turns waiting for a thread
+                return Letgo(buf, unsent, left_s=self.header_timeout_s)
 
     def _turn_of(self, head: bytes) -> tuple[str, int] | None:
         """(session id, body length) of a plain turn this lane may run, else ``None``."""
@@ -219,9 +234,11 @@ class Lane:
             with self._lock:
                 self.running -= 1
 
-    def _answer(self, conn: Adopted, outcome: dict[str, Any] | Exception, sid: str, *, close: bool = False) -> bool:
-        """Write the answer in one send, as the loop would have; False if the client is gone
-        or stopped reading."""
+    def _answer(self, conn: Adopted, outcome: dict[str, Any] | Exception, sid: str, *,
+                close: bool = False) -> bytes | None:
+        """Write the answer as the loop would have, without waiting for the client to read:
+        what did not fit in the socket's buffer (usually nothing), or ``None`` if the client
+        is gone."""
         if isinstance(outcome, Exception):
             response = answer_error(outcome, f"/v1/sessions/{sid}/messages")
         else:
@@ -232,14 +249,19 @@ class Lane:
         if close and not any(name == b"connection" for name, _ in response.raw_headers):
             head.append(b"connection: close\r\n")
         head.append(b"\r\n")
+        data = b"".join(head) + response.body
         with self._lock:  # counted before the client can read it (and ask /healthz)
             self.served += 1
+        sent = 0
         try:
-            conn.sock.settimeout(self.body_timeout_s)
-            conn.sock.sendall(b"".join(head) + response.body)
+            conn.sock.settimeout(0)
+            while sent < len(data):
+                sent += conn.sock.send(data[sent:] if sent else data)
+        except BlockingIOError:
+            pass
         except OSError:
-            return False
-        return True
+            return None
+        return data[sent:]
 
 
 def _read_until(sock: socket.socket, buf: bytes, find: Callable[[bytes], int], most: int,

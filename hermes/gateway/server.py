@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..config import Config
 from ..errors import ConfigError
 from .app import GatewayOptions, create_app
-from .lane import LANE_MARK, Lane
+from .lane import LANE_MARK, Lane, Letgo
 
 if TYPE_CHECKING:
     from ..store import SessionStore
@@ -196,24 +196,28 @@ def guarded_protocol(header_timeout_s: float, max_connections: int, lane: Lane |
             elif self._deadline is None:
                 self._arm()
 
-        def _handback_soon(self, data: bytes, mode: str, left_s: float) -> None:
+        def _handback_soon(self, letgo: Letgo) -> None:
             with contextlib.suppress(RuntimeError):  # a closed loop: the process is ending
-                self.loop.call_soon_threadsafe(self._handback, data, mode, left_s)
+                self.loop.call_soon_threadsafe(self._handback, letgo)
 
-        def _handback(self, data: bytes, mode: str, left_s: float) -> None:
-            """The lane let go of this connection: serve what it read and did not answer."""
+        def _handback(self, letgo: Letgo) -> None:
+            """The lane let go of this connection: write what it could not, serve what it read
+            and did not answer."""
             self._adopted = False
             if self.transport.is_closing():
                 return
-            if mode == "abort":
+            if letgo.mode == "abort":
                 self.transport.abort()
-            elif mode == "close" or self._stopping:
-                self.transport.close()
+                return
+            if letgo.unsent:
+                self.transport.write(letgo.unsent)
+            if letgo.mode == "close" or self._stopping:
+                self.transport.close()  # after the buffer is written
             else:
                 self.flow.resume_reading()
-                self._arm(left_s)
-                if data:
-                    self.data_received(data)
+                self._arm(letgo.left_s)
+                if letgo.unread:
+                    self.data_received(letgo.unread)
 
         def shutdown(self) -> None:
             self._stopping = True
