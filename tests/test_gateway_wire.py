@@ -338,11 +338,9 @@ def test_a_client_that_does_not_read_its_answers_does_not_hold_the_lanes_thread(
             assert 20 <= seen < len(lost), seen
 
             other_sid = new_session(other, emulator)  # the one turn thread is free for it
-            done = threading.Event()
-            threading.Timer(8.0, lambda: done.is_set() or other.close()).start()
+            other.settimeout(8.0)  # were the thread still held by the first client, this would time out
             assert answered(*exchange(other, turn(other_sid, "meanwhile"))[:2], "meanwhile")
             head, body, _ = exchange(other, turn(other_sid, "many words " * 40_000))
-            done.set()
             assert head.startswith(b"HTTP/1.1 400") and b"context budget" in body, head + body
 
             buf = b""
@@ -361,3 +359,47 @@ def test_a_client_that_does_not_read_its_answers_does_not_hold_the_lanes_thread(
     with Store(hermes_home / "state.db") as s:
         users = [m.text for m in s.load(sid) if m.role == "user"]
     assert users == ["first", "and on"]
+
+
+def test_the_openai_facade_goes_by_the_lane_too(emulator: Any, hermes_home: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The official SDK on one keep-alive connection, a session named by X-Hermes-Session:
+    completions after the first are the lane's, answered in the same shape (reasoning,
+    usage, the session header), errors in OpenAI's shape; every question stored once."""
+    import openai
+
+    from hermes.store import Store
+
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek-test-0001")
+    with gateway(hermes_home, Config(), token=TOKEN, allowed_base_urls=(emulator.root,), lane_linger_s=5.0) as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sid = new_session(sock, emulator)
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=TOKEN, max_retries=0,
+                               default_headers={"X-Hermes-Session": sid})
+        with client:
+            before = lane_turns(url)
+            answers = [client.chat.completions.with_raw_response.create(
+                model="hermes", messages=[{"role": "user", "content": f"q{n}"}]) for n in range(4)]
+            assert lane_turns(url) == before + 3  # the first on the loop, then the lane
+            first, *rest = [a.parse() for a in answers]
+            for n, (raw, done) in enumerate(zip(answers, [first, *rest], strict=True)):
+                assert f"'q{n}'" in (done.choices[0].message.content or "")
+                assert raw.headers["x-hermes-session"] == sid
+                assert done.usage is not None and done.usage.total_tokens > 0
+
+            def shape(d: Any) -> list[str]:
+                return sorted(d.model_dump(exclude_none=True)) + sorted(d.choices[0].message.model_dump(exclude_none=True))
+
+            assert all(shape(d) == shape(first) for d in rest)
+            assert all(getattr(d.choices[0].message, "reasoning_content", None) for d in [first, *rest])
+
+            with pytest.raises(openai.NotFoundError) as lost:  # on the lane: the turn itself refuses it
+                client.chat.completions.create(model="hermes", messages=[{"role": "user", "content": "x"}],
+                                               extra_headers={"X-Hermes-Session": "no-such-session"})
+            assert lost.value.code == "not_found" and lost.value.response.headers["x-hermes-session"] == "no-such-session"
+            assert lane_turns(url) == before + 4
+            again = client.chat.completions.create(model="hermes", messages=[{"role": "user", "content": "q4"}])
+            assert "'q4'" in (again.choices[0].message.content or "")
+    with Store(hermes_home / "state.db") as s:
+        assert [m.text for m in s.load(sid) if m.role == "user"] == [f"q{n}" for n in range(5)]

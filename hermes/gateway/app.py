@@ -71,10 +71,10 @@ from .http import (
 )
 from .http import field as body_field
 from .idempotency import IdempotencyCache
-from .lane import LANE_MARK, Lane
+from .lane import Lane
 from .locks import SessionLocks, Take
 from .threads import TurnThreads
-from .turns import TurnJob, TurnRequest, describe, openai_usage, turn_request
+from .turns import LANE_MARK, TurnJob, TurnRequest, describe, openai_usage, turn_request
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
 

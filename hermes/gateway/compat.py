@@ -35,9 +35,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .http import ApiError, from_exception, json_response, openai_error_response, read_json
-from .turns import TurnRequest
+from .turns import LANE_MARK, TurnRequest
 
-__all__ = ["Completion", "chat_completions", "last_user_text", "list_models"]
+__all__ = ["Collector", "Completion", "chat_completions", "completion", "last_user_text", "list_models"]
 
 HEADER = "x-hermes-session"
 _DONE = object()
@@ -159,13 +159,16 @@ async def chat_completions(state: Any, request: Request) -> Response:
         if key is not None:
             state.idempotency.forget(key, err)
         raise err from None
-    done = Completion("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, sid)
+    done = completion(model, sid)
     queue: asyncio.Queue[Any] = asyncio.Queue()
     collector = asyncio.create_task(_collect(state, events, done, queue, key))
     headers = {"x-hermes-session": sid}
     if not stream:
         outcome = await asyncio.shield(collector)
-        return _render_done(outcome, False, False, headers=headers)
+        answer = _render_done(outcome, False, False, headers=headers)
+        if key is None:
+            request.scope[LANE_MARK] = True  # the connection's next completions may go by the lane
+        return answer
 
     async def body_iter() -> AsyncIterator[bytes]:
         yield done.chunk({"role": "assistant", "content": ""}, usage=include_usage)
@@ -188,33 +191,58 @@ async def chat_completions(state: Any, request: Request) -> Response:
                              headers={"cache-control": "no-cache", **headers})
 
 
-async def _collect(state: Any, events: AsyncIterator[tuple[str, dict[str, Any]]], done: Completion,
-                   queue: asyncio.Queue[Any], key: str | None) -> Completion | ApiError:
-    """Consume the turn's events whether or not the client is still there; settle the
-    idempotency entry with the outcome."""
-    committed = False
-    outcome: Completion | ApiError = done
-    async for event, data in events:
+@dataclass
+class Collector:
+    """A facade turn's events folded into its outcome: the reasoning text, whether a step was
+    stored, and the completion or the error. Used alike by the event loop's path (``_collect``)
+    and the turn lane, which calls ``take`` on its thread."""
+
+    done: Completion
+    committed: bool = False
+    """A step with tool calls was stored: re-running the request would store the user message twice."""
+    outcome: Completion | ApiError | None = None
+
+    def take(self, event: str, data: dict[str, Any]) -> tuple[str, Any] | None:
+        """Fold one event; what a stream shows of it, if anything."""
+        done = self.done
         if event == "reasoning":
             done.reasoning.append(data["text"])
-            queue.put_nowait(("reasoning", data["text"]))
-        elif event == "text":
-            queue.put_nowait(("text", data["text"]))
-        elif event == "tool_result":
-            committed = True  # a step with tool calls was stored before the next model call
+            return "reasoning", data["text"]
+        if event == "text":
+            return "text", data["text"]
+        if event == "tool_result":
+            self.committed = True
         elif event == "done":
             done.result, done.answer, done.finish = data, data.get("answer", ""), _finish(data)
             done.usage = data.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
             done.model = done.model or data.get("model", "")
+            self.outcome = done
         elif event == "error":
-            outcome = from_exception(data["exception"])
-            outcome.headers["x-hermes-session"] = done.session_id
-            if committed:  # re-running would store the user message a second time
-                outcome.headers["x-should-retry"] = "false"
-            queue.put_nowait(("error", outcome))
+            err = from_exception(data["exception"])
+            err.headers["x-hermes-session"] = done.session_id
+            if self.committed:
+                err.headers["x-should-retry"] = "false"
+            self.outcome = err
+            return "error", err
+        return None
+
+
+def completion(model: str, sid: str) -> Completion:
+    return Completion("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, sid)
+
+
+async def _collect(state: Any, events: AsyncIterator[tuple[str, dict[str, Any]]], done: Completion,
+                   queue: asyncio.Queue[Any], key: str | None) -> Completion | ApiError:
+    """Consume the turn's events whether or not the client is still there; settle the
+    idempotency entry with the outcome."""
+    c = Collector(done)
+    async for event, data in events:
+        if (shown := c.take(event, data)) is not None:
+            queue.put_nowait(shown)
     queue.put_nowait(_DONE)
+    outcome = c.outcome or done
     if key is not None:
-        if isinstance(outcome, ApiError) and not committed:
+        if isinstance(outcome, ApiError) and not c.committed:
             state.idempotency.forget(key, outcome)
         else:
             state.idempotency.finish(key, outcome)

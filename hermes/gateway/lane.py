@@ -11,9 +11,11 @@ Once a plain JSON turn has been answered on a keep-alive connection through the 
 handler marks it, ``LANE_MARK``), the connection is **adopted**: the loop stops reading it
 and a turn thread gets a duplicate of its socket. That thread waits up to ``linger_s`` for
 the next request, reads and parses it itself, and when it is another plain turn — ``POST
-/v1/sessions/{sid}/messages``, HTTP/1.1, a ``Content-Length`` JSON body within the limit, no
-stream, no ``Idempotency-Key``, a Host the gateway answers to, no foreign Origin, the right
-token — runs it on that thread and writes the answer. The lane answers only the turns it
+/v1/sessions/{sid}/messages``, or ``POST /v1/chat/completions`` on a session named by
+``X-Hermes-Session`` (the OpenAI facade, answered through ``compat.Collector``); HTTP/1.1,
+a ``Content-Length`` JSON body within the limit, no stream, no ``Idempotency-Key``, a Host
+the gateway answers to, no foreign Origin, the right token — runs it on that thread and
+writes the answer. The lane answers only the turns it
 runs; for everything else (another route, a stream, a wrong or missing token, anything
 malformed, unusual or slow, a session leased elsewhere, other turns waiting for a thread,
 the server shutting down, a client gone quiet) it **hands the connection back** to the loop
@@ -40,26 +42,29 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
+from ..events import EventSink
+from .compat import HEADER, Collector, completion, last_user_text
 from .guard import Guard
-from .http import ApiError, answer_error, body_late, json_response, token_ok
+from .http import ApiError, answer_error, body_late, json_response, openai_error_response, token_ok
 from .locks import LeaseHeld
-from .turns import turn_request
+from .turns import TurnRequest, event_mapper, turn_request
 
 if TYPE_CHECKING:
     from .app import GatewayState
 
-__all__ = ["LANE_MARK", "Handback", "Lane", "Letgo"]
+__all__ = ["Handback", "Lane", "Letgo"]
 
-LANE_MARK = "hermes.lane"
-"""Set in a request's ASGI scope by the turn handler once it answered a plain JSON turn: the
-connection may be adopted after that answer."""
 
 MAX_HEAD = 16 * 1024
 """A request head longer than this goes back to the loop (whose parser has its own limits)."""
 
-_TARGET = re.compile(rb"/v1/sessions/([A-Za-z0-9_.~-]+)/messages")
+_SID = rb"[A-Za-z0-9_.~-]+"
+_TARGET = re.compile(rb"/v1/sessions/(" + _SID + rb")/messages")
+_COMPLETIONS = b"/v1/chat/completions"
+_SESSION_ID = re.compile(_SID)
 _HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?[ \t]*")
 _SINGLE = (b"host", b"content-length", b"content-type", b"authorization", b"origin")
 _REFUSED = (b"transfer-encoding", b"expect", b"upgrade", b"idempotency-key")
@@ -154,20 +159,22 @@ class Lane:
             ask = self._turn_of(buf[:end]) if end >= 0 else None
             if ask is None or conn.shutting_down():
                 return Letgo(buf, left_s=deadline - time.monotonic())
-            sid, length = ask
+            chat, sid, length = ask
             stop = end + 4 + length
             buf, got = _read_until(sock, buf, functools.partial(_whole, stop), stop,
                                    time.monotonic() + self.body_timeout_s)
             if got < 0:
                 if _gone(sock):
                     return Letgo(buf)
-                unsent = self._answer(conn, body_late(self.body_timeout_s), sid)  # 408, as read_json answers
+                path = _COMPLETIONS.decode() if chat else f"/v1/sessions/{sid}/messages"
+                late = answer_error(body_late(self.body_timeout_s), path, openai=chat)  # 408, as read_json answers
+                unsent = self._answer(conn, late)
                 return Letgo(unsent=unsent or b"", mode="close" if unsent is not None else "abort")
-            outcome = self._run(sid, buf[end + 4:stop])
-            if outcome is None:  # not a turn the lane runs, or the session is leased elsewhere
+            answer = (self._chat if chat else self._turn)(sid, buf[end + 4:stop])
+            if answer is None:  # not a turn the lane runs, or the session is leased elsewhere
                 return Letgo(buf, left_s=deadline - time.monotonic())
             close = conn.shutting_down()
-            unsent = self._answer(conn, outcome, sid, close=close)
+            unsent = self._answer(conn, answer, close=close)
             if unsent is None:
                 return Letgo(mode="abort")
             buf = buf[stop:]
@@ -176,14 +183,16 @@ class Lane:
             if unsent or self.state.pool.backlogged():  # a slow reader, or turns waiting for a thread
                 return Letgo(buf, unsent, left_s=self.header_timeout_s)
 
-    def _turn_of(self, head: bytes) -> tuple[str, int] | None:
-        """(session id, body length) of a plain turn this lane may run, else ``None``."""
+    def _turn_of(self, head: bytes) -> tuple[bool, str, int] | None:
+        """(an OpenAI facade request?, session id, body length) of a plain turn this lane may
+        run, else ``None``."""
         lines = head.split(b"\r\n")
         parts = lines[0].split(b" ")
         if len(parts) != 3 or parts[0] != b"POST" or parts[2] != b"HTTP/1.1":
             return None
-        target = _TARGET.fullmatch(parts[1])
-        if target is None:
+        chat = parts[1] == _COMPLETIONS
+        target = None if chat else _TARGET.fullmatch(parts[1])
+        if not chat and target is None:
             return None
         headers: list[tuple[bytes, bytes]] = []
         seen: dict[bytes, bytes] = {}
@@ -207,42 +216,76 @@ class Lane:
             return None
         if self.token and not token_ok(seen.get(b"authorization", b"").decode("latin-1"), self.token):
             return None  # the loop answers it, after the address's back-off
-        return target.group(1).decode("ascii"), int(length)
+        sid = seen.get(HEADER.encode(), b"") if chat else target.group(1) if target else b""
+        if not _SESSION_ID.fullmatch(sid):  # the facade's first use creates a session: the loop does
+            return None
+        return chat, sid.decode("ascii"), int(length)
 
-    def _run(self, sid: str, raw: bytes) -> dict[str, Any] | Exception | None:
-        """The turn's outcome (its JSON, or what it raised); ``None`` when the lane does not
-        run it and the loop will: a stream, an invalid body, a session leased elsewhere."""
-        state = self.state
+    def _turn(self, sid: str, raw: bytes) -> Response | None:
+        """A turn's answer, as the loop's handler would give it; ``None`` when the lane does
+        not run it and the loop will: a stream, an invalid body, a session leased elsewhere."""
         try:
             body = orjson.loads(raw)
             if not isinstance(body, dict):
                 return None
-            req, stream = turn_request(sid, body, state.options.lock_wait_s)
+            req, stream = turn_request(sid, body, self.state.options.lock_wait_s)
         except (orjson.JSONDecodeError, ApiError):
             return None
-        if stream or state.locks.queued(sid):  # turns queued on the loop's path go first
+        if stream:
             return None
-        with self._lock:
-            self.running += 1
         try:
-            return state.locks.attempt(sid, lambda take: state.run_turn(req, None, take))
+            result = self._run(req, None)
         except LeaseHeld:
             return None
         except Exception as e:
-            return e
+            return answer_error(e, f"/v1/sessions/{sid}/messages")
+        return json_response(result)
+
+    def _chat(self, sid: str, raw: bytes) -> Response | None:
+        """The OpenAI facade's answer to a completion on a named session (``compat``), as its
+        handler would give it; ``None`` for what the loop does (a stream, a first use, ...)."""
+        try:
+            body = orjson.loads(raw)
+            if not isinstance(body, dict) or body.get("stream") is True:
+                return None
+            text = last_user_text(body.get("messages"))
+        except (orjson.JSONDecodeError, ApiError):
+            return None
+        model = body["model"] if isinstance(body.get("model"), str) else ""
+        c = Collector(completion(model, sid))
+
+        def sink(event: str, data: dict[str, Any]) -> None:
+            c.take(event, data)
+
+        try:
+            c.take("done", self._run(TurnRequest(sid, text), event_mapper(sink)))
+        except LeaseHeld:
+            return None
+        except Exception as e:
+            c.take("error", {"exception": e})
+        if isinstance(c.outcome, ApiError):
+            return openai_error_response(c.outcome)
+        return json_response(c.done.as_json(), headers={HEADER: sid})
+
+    def _run(self, req: TurnRequest, on_event: EventSink | None) -> dict[str, Any]:
+        """``run_turn`` under the session's lease, unless a turn of this process waits for the
+        session on the loop's path: it goes first (``LeaseHeld``, as when another process
+        holds the lease)."""
+        state = self.state
+        if state.locks.queued(req.session_id):
+            raise LeaseHeld
+        with self._lock:
+            self.running += 1
+        try:
+            return state.locks.attempt(req.session_id, lambda take: state.run_turn(req, on_event, take))
         finally:
             with self._lock:
                 self.running -= 1
 
-    def _answer(self, conn: Adopted, outcome: dict[str, Any] | Exception, sid: str, *,
-                close: bool = False) -> bytes | None:
+    def _answer(self, conn: Adopted, response: Response, *, close: bool = False) -> bytes | None:
         """Write the answer as the loop would have, without waiting for the client to read:
         what did not fit in the socket's buffer (usually nothing), or ``None`` if the client
         is gone."""
-        if isinstance(outcome, Exception):
-            response = answer_error(outcome, f"/v1/sessions/{sid}/messages")
-        else:
-            response = json_response(outcome)
         head = [STATUS_LINE[response.status_code]]
         for name, value in (*conn.headers(), *response.raw_headers):
             head += (name, b": ", value, b"\r\n")

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ..config import Config
 from ..errors import ConfigError
 from .app import GatewayOptions, create_app
-from .lane import LANE_MARK, Lane, Letgo
+from .lane import Lane, Letgo
+from .turns import LANE_MARK
 
 if TYPE_CHECKING:
     from ..store import SessionStore

@@ -34,8 +34,12 @@ from .http import field as body_field
 from .locks import SessionLocks, Take
 from .threads import TurnThreads
 
-__all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage",
+__all__ = ["LANE_MARK", "GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage",
            "turn_request"]
+
+LANE_MARK = "hermes.lane"
+"""Set in a request's ASGI scope once a plain JSON turn was answered on its connection (the
+turn handler and the OpenAI facade): the connection may then be lent to the turn lane."""
 
 GatewaySink = Callable[[str, dict[str, Any]], None]
 """Where gateway events go: ``(SSE event name, JSON data)``."""
