@@ -144,8 +144,8 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
 
-    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+    def post(self, path: str, body: bytes, extra: str = "") -> tuple[int, bytes]:
+        head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n{extra}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode()
         self.sock.sendall(head + body)
         return self.read_response()

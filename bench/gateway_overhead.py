@@ -9,7 +9,7 @@ into the event-loop thread and the worker threads (``/proc/PID/task``), the wall
 at p50 and a bare ``GET /healthz`` for the HTTP stack's floor. CPU time does not move with the
 load of a shared machine; the wall figure does.
 
-    PYTHONPATH=. python bench/gateway_overhead.py [--turns 1000] [--runs 3] [--lane-linger 0]
+    PYTHONPATH=. python bench/gateway_overhead.py [--turns 1000] [--runs 3] [--lane-linger 0] [--facade]
 
 On one keep-alive connection the turns after the first are the turn lane's (docs/gateway.md):
 read, run and answered on a turn thread, so the event loop's share is near zero;
@@ -58,20 +58,29 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return out
 
 
-def one_run(url: str, allow: str, turns: int, gateway_args: list[str]) -> dict[str, float]:
+def one_run(url: str, allow: str, turns: int, gateway_args: list[str], facade: bool) -> dict[str, float]:
     """A fresh gateway, warmed up, then ``turns`` null turns and as many ``GET /healthz``."""
     home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
     proc, base = start_gateway(home, allow, *gateway_args, launcher=("-c", NULL_TURN))
     try:
         conn = Conn(base)
         _, body = conn.post("/v1/sessions", orjson.dumps({"provider": ROUTE, "model": MODEL, "base_url": url}))
-        path = f"/v1/sessions/{orjson.loads(body)['id']}/messages"
+        sid = orjson.loads(body)["id"]
+        # the OpenAI facade on the same session, as an SDK client sends it; or the native turn
+        path, extra = ("/v1/chat/completions", f"X-Hermes-Session: {sid}\r\n") if facade else (
+            f"/v1/sessions/{sid}/messages", "")
+
+        def ask(text: str) -> bytes:
+            if facade:
+                return orjson.dumps({"model": "hermes", "messages": [{"role": "user", "content": text}]})
+            return orjson.dumps({"content": text})
+
         for j in range(50):  # warm-up: imports, the first lease, the hot entry
-            conn.post(path, orjson.dumps({"content": f"warm {j}"}))
+            conn.post(path, ask(f"warm {j}"), extra)
         cpu, threads, lat = cpu_seconds(proc.pid), thread_cpu(proc.pid), []
         for j in range(turns):
             t = time.perf_counter()
-            status, text = conn.post(path, orjson.dumps({"content": f"turn {j}"}))
+            status, text = conn.post(path, ask(f"turn {j}"), extra)
             lat.append(time.perf_counter() - t)
             if status != 200:
                 raise SystemExit(f"gateway turn failed: {status} {text!r}")
@@ -97,19 +106,22 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--lane-linger", type=float, default=None,
                     help="the gateway's --lane-linger (0: every turn through the event loop, no turn lane)")
+    ap.add_argument("--facade", action="store_true",
+                    help="post OpenAI-facade completions (POST /v1/chat/completions, X-Hermes-Session) instead")
     args = ap.parse_args()
     gateway_args = ["--lane-linger", str(args.lane_linger)] if args.lane_linger is not None else []
     from hermes.emulate import Emulator
 
     with Emulator([ROUTE]) as emu:  # routes the session; never called
-        runs = [one_run(emu.url(ROUTE), emu.root, args.turns, gateway_args) for _ in range(args.runs)]
+        runs = [one_run(emu.url(ROUTE), emu.root, args.turns, gateway_args, args.facade) for _ in range(args.runs)]
 
     def spread(key: str) -> str:
         values = [r[key] for r in runs]
         return f"{statistics.median(values):.2f}  (median of {len(values)} runs; range {min(values):.2f} … {max(values):.2f})"
 
     print(f"gateway_overhead: {args.turns} null turns on one session (the agent's turn returns at once), "
-          f"{args.runs} runs, a fresh gateway each{', no turn lane' if args.lane_linger == 0 else ''}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+          f"{args.runs} runs, a fresh gateway each{', no turn lane' if args.lane_linger == 0 else ''}"
+          f"{', OpenAI facade' if args.facade else ''}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"  event-loop thread  {spread('loop')} ms CPU per turn")
     print(f"  worker threads     {spread('workers')} ms CPU per turn")
     print(f"  GET /healthz       {spread('health')} ms CPU per request (the HTTP stack's floor)")
