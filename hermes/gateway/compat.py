@@ -166,8 +166,8 @@ async def chat_completions(state: Any, request: Request) -> Response:
     if not stream:
         outcome = await asyncio.shield(collector)
         answer = _render_done(outcome, False, False, headers=headers)
-        if key is None:
-            request.scope[LANE_MARK] = True  # the connection's next completions may go by the lane
+        if key is None and request.headers.get(HEADER):  # a client that names its session: the next
+            request.scope[LANE_MARK] = True  # completions on this connection may go by the lane
         return answer
 
     async def body_iter() -> AsyncIterator[bytes]:
