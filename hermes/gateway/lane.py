@@ -128,6 +128,7 @@ class Lane:
     def adopt(self, fd: int, handback: Handback, headers: Callable[[], list[tuple[bytes, bytes]]],
               shutting_down: Callable[[], bool]) -> None:
         """Called on the event loop, which has stopped reading ``fd``."""
+        self.state.locks.renewing()  # a lane turn longer than a third of the TTL is renewed too
         conn = Adopted(socket.socket(fileno=os.dup(fd)), handback, headers, shutting_down)
         self.state.pool.submit(lambda: self._hold(conn))
 

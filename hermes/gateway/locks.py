@@ -129,17 +129,12 @@ class SessionLocks:
         futures of ``run_in_executor`` — a turn is what a gateway does many times a second.
         Its size bounds the turns running at once."""
         deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
-        if self._renewer is None or self._renewer.done():
-            self._renewer = asyncio.create_task(self._renew_held())
-
-        def once() -> T:
-            return self.attempt(session_id, attempt)
-
+        self.renewing()
         delay = self.poll_min_s
         async with self._local_turn(session_id, deadline):
             while True:
-                try:
-                    return await pool.submit(once)  # not cancellable: see threads.Pending
+                try:  # not cancellable: see threads.Pending
+                    return await pool.submit(lambda: self.attempt(session_id, attempt))
                 except LeaseHeld:
                     pass
                 left = deadline - time.monotonic()
@@ -147,6 +142,12 @@ class SessionLocks:
                     raise Busy(session_id)
                 await asyncio.sleep(min(delay * (0.5 + secrets.randbelow(1000) / 1000), left))
                 delay = min(delay * 2, self.poll_max_s)
+
+    def renewing(self) -> None:
+        """Start the task that renews the leases ``attempt`` holds, if it is not running (on
+        the event loop: ``run`` calls it, and the lane before it lends a connection out)."""
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew_held())
 
     def queued(self, session_id: str) -> bool:
         """A turn of this process runs or waits for the session on ``run``'s path (read from
