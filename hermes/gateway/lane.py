@@ -196,7 +196,7 @@ class Lane:
         if len(parts) != 3 or parts[0] != b"POST" or parts[2] != b"HTTP/1.1":
             return None
         chat = parts[1] == _COMPLETIONS
-        target = None if chat else _TARGET.fullmatch(parts[1])
+        target = _TARGET.fullmatch(parts[1])
         if not chat and target is None:
             return None
         headers: list[tuple[bytes, bytes]] = []
@@ -221,7 +221,7 @@ class Lane:
             return None
         if self.token and not token_ok(seen.get(b"authorization", b"").decode("latin-1"), self.token):
             return None  # the loop answers it, after the address's back-off
-        sid = seen.get(HEADER.encode(), b"") if chat else target.group(1) if target else b""
+        sid = target.group(1) if target else seen.get(HEADER.encode(), b"")
         if not _SESSION_ID.fullmatch(sid):  # the facade's first use creates a session: the loop does
             return None
         return chat, sid.decode("ascii"), int(length)
@@ -229,12 +229,12 @@ class Lane:
     def _turn(self, sid: str, raw: bytes) -> Response | None:
         """A turn's answer, as the loop's handler would give it; ``None`` when the lane does
         not run it and the loop will: a stream, an invalid body, a session leased elsewhere."""
+        body = _json_object(raw)
+        if body is None:
+            return None
         try:
-            body = orjson.loads(raw)
-            if not isinstance(body, dict):
-                return None
             req, stream = turn_request(sid, body, self.state.options.lock_wait_s)
-        except (orjson.JSONDecodeError, ApiError):
+        except ApiError:
             return None
         if stream:
             return None
@@ -249,12 +249,12 @@ class Lane:
     def _chat(self, sid: str, raw: bytes) -> Response | None:
         """The OpenAI facade's answer to a completion on a named session (``compat``), as its
         handler would give it; ``None`` for what the loop does (a stream, a first use, ...)."""
+        body = _json_object(raw)
+        if body is None or body.get("stream") is True:
+            return None
         try:
-            body = orjson.loads(raw)
-            if not isinstance(body, dict) or body.get("stream") is True:
-                return None
             text = last_user_text(body.get("messages"))
-        except (orjson.JSONDecodeError, ApiError):
+        except ApiError:
             return None
         model = body["model"] if isinstance(body.get("model"), str) else ""
         c = Collector(completion(model, sid))
@@ -300,11 +300,11 @@ class Lane:
         data = b"".join(head) + response.body
         with self._lock:  # counted before the client can read it (and ask /healthz)
             self.served += 1
-        sent = 0
+        view, sent = memoryview(data), 0
         try:
             conn.sock.settimeout(0)
             while sent < len(data):
-                sent += conn.sock.send(data[sent:] if sent else data)
+                sent += conn.sock.send(view[sent:])
         except BlockingIOError:
             pass
         except OSError:
@@ -329,6 +329,15 @@ def _read_until(sock: socket.socket, buf: bytes, find: Callable[[bytes], int], m
             return buf, -1
         buf += more
     return buf, at
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    """A body that is a JSON object, else ``None`` (the loop answers the others)."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def _whole(stop: int, buf: bytes) -> int:

@@ -181,19 +181,20 @@ def guarded_protocol(header_timeout_s: float, max_connections: int, lane: Lane |
 
         def on_response_complete(self) -> None:
             cycle = self.cycle
-            adopt = (lane is not None and cycle.scope.get(LANE_MARK) and not self.pipeline and not self._stopping
-                     and self.scope is cycle.scope  # no byte of a next request parsed yet
-                     and not (isinstance(cycle.transport, HeadHeld) and cycle.transport.held is not None))
+            lender = lane if (cycle.scope.get(LANE_MARK) and not self.pipeline and not self._stopping
+                              and self.scope is cycle.scope  # no byte of a next request parsed yet
+                              and not (isinstance(cycle.transport, HeadHeld) and cycle.transport.held is not None)
+                              ) else None
             super().on_response_complete()
             if self.transport.is_closing():
                 return
-            if adopt and lane is not None and self.transport.get_write_buffer_size() == 0 and lane.can_adopt():
+            if lender is not None and self.transport.get_write_buffer_size() == 0 and lender.can_adopt():
                 self._unset_keepalive_if_required()
                 self._disarm()
                 self.flow.pause_reading()
                 self._adopted = True
-                lane.adopt(self.transport.get_extra_info("socket").fileno(), self._handback_soon,
-                           lambda: self.server_state.default_headers, lambda: self._stopping)
+                lender.adopt(self.transport.get_extra_info("socket").fileno(), self._handback_soon,
+                             lambda: self.server_state.default_headers, lambda: self._stopping)
             elif self._deadline is None:
                 self._arm()
 
