@@ -48,6 +48,11 @@ class Profile:
     min_budget: int = 0
     can_disable: bool = True
     """False: thinking cannot be switched off; a thinking-off request asks for the least."""
+    least: Mapping[str, Any] = field(default_factory=dict)
+    """Anthropic wires, where ``can_disable`` is False: the request fields of the least thinking
+    the model does (what ``--no-thinking`` and compaction's summary call send instead of off)."""
+    thinks_unasked: bool = False
+    """Anthropic wires: the model thinks when ``thinking`` is omitted, so off is said explicitly."""
     interleaved: bool = False
     """Budget-style model that takes the interleaved-thinking beta (thinking between tool calls)."""
     max_tokens: int = 8192
@@ -68,6 +73,18 @@ class Profile:
     def takes_effort(self, value: str) -> bool:
         return self.efforts is None or value in self.efforts
 
+    @property
+    def keeps_thinking(self) -> bool:
+        """An Anthropic-wire model that thinks even when asked not to (it has a ``least``)."""
+        return not self.can_disable and bool(self.least)
+
+    def thinking_off(self) -> dict[str, Any]:
+        """Anthropic-wire fields of a request that should not think: nothing (off by omission),
+        an explicit ``disabled``, or the least thinking of a model that cannot stop."""
+        if self.keeps_thinking:
+            return dict(self.least)
+        return {"thinking": {"type": "disabled"}} if self.thinks_unasked else {}
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ProfileRow:
@@ -80,6 +97,8 @@ class ProfileRow:
     levels: Mapping[str, str] | None = None
     min_budget: int | None = None
     can_disable: bool | None = None
+    least: Mapping[str, Any] | None = None
+    thinks_unasked: bool | None = None
     interleaved: bool | None = None
     max_tokens: int | None = None
     thinking_max_tokens: int | None = None
@@ -149,6 +168,9 @@ _CLAUDE_LEVELS = {"minimal": "low", "low": "low", "medium": "medium", "high": "h
 _GEMINI_BUDGETS = {"minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768, "max": 32768}
 _GEMINI_LEVELS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high",
                   "max": "high"}
+_GEMINI3_PRO_LEVELS = {"minimal": "low", "low": "low", "medium": "high", "high": "high", "xhigh": "high",
+                       "max": "high"}
+_GEMINI_NO_MINIMAL = {**_GEMINI_LEVELS, "minimal": "low"}
 _NOVA_LEVELS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
 _OPENAI_O = ("o1*", "o3*", "o4*")
 
@@ -158,16 +180,25 @@ PROFILES: tuple[ProfileRow, ...] = (
     # 3.x and 4.0-4.5 take a manual budget and see only the open tool loop's thinking, except
     # Opus 4.5, which keeps earlier turns'. From 4.6, and in every family from 5, thinking is
     # adaptive. (A glob's ``*`` spans ``-``, so the older rows come first and win.)
+    # Opus 5.5, Fable 5.1 and Sonnet 5.5 cannot stop thinking (Sonnet 5.5's least is
+    # ``between_tools``); from Opus 5 an omitted ``thinking`` is adaptive thinking on.
+    ProfileRow(("*claude-sonnet-5[-.]5*",), can_disable=False, least={"thinking": {"type": "between_tools"}}),
+    ProfileRow(("*claude-opus-5[-.]5*", "*claude-fable-5[-.]1*"), can_disable=False,
+               least={"thinking": {"type": "adaptive"}, "output_config": {"effort": "low"}}),
+    ProfileRow(("*claude-opus-[5-9]*", "*claude-opus-[1-9][0-9]*"), thinks_unasked=True),
     ProfileRow(("*claude-opus-4[-.]5",), prior_turns="all"),
     ProfileRow(("*claude-*-4", "*claude-*-4[-.][0-5]", "*claude-3*"), thinking="budget", prior_turns="loop"),
     ProfileRow(("*claude-*-4[-.][6-9]*", "*claude-*-4[-.][1-9][0-9]*", "*claude-[a-z]*-[5-9]*",
-                "*claude-[a-z]*-[1-9][0-9]*"), thinking="adaptive", prior_turns="all"),
+                "*claude-[a-z]*-[1-9][0-9]*", "*claude-mythos*"), thinking="adaptive", prior_turns="all"),
     ProfileRow(("*claude-3-opus*", "*claude-3-sonnet*", "*claude-3-haiku*"), max_tokens=4096),
     ProfileRow(("*claude-3*",), interleaved=False),
     ProfileRow(("*claude*",), thinking="budget", budgets=_CLAUDE_BUDGETS, levels=_CLAUDE_LEVELS,
                interleaved=True, max_tokens=8192, thinking_max_tokens=32000, context_window=200_000,
                tokens="ratio:cl100k"),
     # --- Gemini --------------------------------------------------------------------------------
+    # Gemini 3 Pro takes only low | high; 3.1 Pro and 3.7 Flash refuse minimal.
+    ProfileRow(("gemini-3-pro*",), levels=_GEMINI3_PRO_LEVELS),
+    ProfileRow(("gemini-3.1-pro*", "gemini-3.7-flash*"), levels=_GEMINI_NO_MINIMAL),
     ProfileRow(("gemini-3*",), thinking="level", levels=_GEMINI_LEVELS, can_disable=False, call_ids=True),
     ProfileRow(("gemini-2.5-pro*",), min_budget=128, can_disable=False),
     ProfileRow(("gemini-2.5*",), thinking="budget", budgets=_GEMINI_BUDGETS),
@@ -175,6 +206,11 @@ PROFILES: tuple[ProfileRow, ...] = (
     # --- OpenAI --------------------------------------------------------------------------------
     ProfileRow(_OPENAI_O, context_window=200_000, prior_turns="loop", efforts=("low", "medium", "high")),
     ProfileRow(("gpt-4.1*",), context_window=1_047_576),
+    # gpt-5 / 5-mini / 5-nano take minimal..high; from 5.1 `none` replaces `minimal`; xhigh
+    # from 5.2 (and on gpt-5.1-codex-max).
+    ProfileRow(("gpt-5.1-codex-max*", "gpt-5.[2-9]*", "gpt-6*"), efforts=("none", "low", "medium", "high", "xhigh")),
+    ProfileRow(("gpt-5.[1-9]*",), efforts=("none", "low", "medium", "high")),
+    ProfileRow(("gpt-5", "gpt-5-*"), efforts=("minimal", "low", "medium", "high")),
     ProfileRow(("gpt-5*",), context_window=400_000),
     ProfileRow(("gpt-4o*",), context_window=128_000),
     ProfileRow(("gpt-oss*", "*.gpt-oss*"), context_window=131_072),
@@ -182,6 +218,9 @@ PROFILES: tuple[ProfileRow, ...] = (
                 "computer-use*"), tokens="o200k_base"),
     ProfileRow(("gpt-4*", "gpt-3.5*", "text-embedding-3*"), tokens="cl100k_base"),
     # --- open-weight families ------------------------------------------------------------------
+    # xAI: only grok-3-mini takes reasoning_effort (low | high); the others refuse the parameter.
+    ProfileRow(("grok-3-mini*",), efforts=("low", "high")),
+    ProfileRow(("grok-*",), efforts=()),
     ProfileRow(("grok-4*",), context_window=256_000),
     ProfileRow(("grok-3*",), context_window=131_072),
     ProfileRow(("deepseek*", "*deepseek-r1*", "*deepseek.r1*"), context_window=128_000),

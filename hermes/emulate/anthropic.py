@@ -72,7 +72,7 @@ def _script(state: EmulatorState, body: Mapping[str, Any], model: str) -> tuple[
                          model=model)
         reasoning = step.reasoning
     content: list[dict[str, Any]] = []
-    if thinking_on(body):
+    if thinking_on(body, model):
         display = (body.get("thinking") or {}).get("display") or ("omitted" if "opus-5" in model else "summarized")
         shown = "" if display == "omitted" else reasoning
         content.append({"type": "thinking", "thinking": shown, "signature": mint_signature(state, model, shown)})

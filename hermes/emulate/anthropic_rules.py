@@ -26,6 +26,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from .claude_facts import refusal, thinks
 from .core import EmulatorState
 
 __all__ = [
@@ -61,7 +62,7 @@ _TOP = {"model", "messages", "max_tokens", "system", "tools", "tool_choice", "th
 _TOOL = {"name", "description", "input_schema", "cache_control", "type", "defer_loading", "input_examples",
          "strict", "eager_input_streaming", "allowed_callers"}
 _THINKING = {"enabled": {"type", "budget_tokens", "display"}, "adaptive": {"type", "display"},
-             "disabled": {"type"}}
+             "disabled": {"type"}, "between_tools": {"type", "display"}}
 _NESTED = {"output_config": {"effort", "format"}, "tool_choice": {"type", "name", "disable_parallel_tool_use"},
            "metadata": {"user_id"}}
 _DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
@@ -184,7 +185,7 @@ def check_schema(body: Mapping[str, Any], *, vertex: bool) -> None:
         kind = thinking.get("type") if isinstance(thinking, Mapping) else None
         if kind not in _THINKING:
             raise Invalid("thinking: Input tag found using 'type' does not match any of the expected tags: "
-                           "'enabled', 'disabled', 'adaptive'")
+                           "'enabled', 'disabled', 'adaptive', 'between_tools'")
         _extra(thinking, _THINKING[kind], f"thinking.{kind}")
         if kind == "enabled":
             budget = thinking.get("budget_tokens")
@@ -218,6 +219,9 @@ def blocks_of(m: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def check_semantics(state: EmulatorState, body: Mapping[str, Any], model: str) -> None:
     msgs: list[Mapping[str, Any]] = body["messages"]
+    kind = (body.get("thinking") or {}).get("type")
+    if (why := refusal(model, kind)) is not None:
+        raise Invalid(why)
     for i, m in enumerate(msgs):
         blocks = blocks_of(m)
         prev_ids = {b.get("id") for b in blocks_of(msgs[i - 1]) if b.get("type") == "tool_use"} if i else set()
@@ -235,7 +239,7 @@ def check_semantics(state: EmulatorState, body: Mapping[str, Any], model: str) -
                 raise Invalid(f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
                                f"after: {', '.join(map(str, missing))}. Each `tool_use` block must have a "
                                "corresponding `tool_result` block in the next message.")
-    thinking = thinking_on(body)
+    thinking = thinking_on(body, model)
     last = max((i for i, m in enumerate(msgs) if m["role"] == "assistant"), default=None)
     if last is not None:
         blocks = blocks_of(msgs[last])
@@ -272,6 +276,7 @@ def check_semantics(state: EmulatorState, body: Mapping[str, Any], model: str) -
                 raise Invalid(f"messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block")
 
 
-def thinking_on(body: Mapping[str, Any]) -> bool:
+def thinking_on(body: Mapping[str, Any], model: str = "") -> bool:
+    """Whether the model thinks for this request (Opus 5+ also when ``thinking`` is omitted)."""
     t = body.get("thinking")
-    return isinstance(t, Mapping) and t.get("type") in ("enabled", "adaptive")
+    return thinks(model, t.get("type") if isinstance(t, Mapping) else None)

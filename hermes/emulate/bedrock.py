@@ -40,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from .claude_facts import refusal
 from .core import EmulatorState, Personality, register
 from .script import next_step
 
@@ -114,7 +115,7 @@ def _blocks(body: Mapping[str, Any]) -> list[tuple[int, int, str, dict[str, Any]
 
 def _thinking_on(body: Mapping[str, Any]) -> bool:
     t = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
-    return isinstance(t, Mapping) and t.get("type") in ("enabled", "adaptive")
+    return isinstance(t, Mapping) and t.get("type") in ("enabled", "adaptive", "between_tools")
 
 
 def _redacted_ok(state: EmulatorState, model: str, data: str) -> bool:
@@ -190,6 +191,9 @@ def _validate_other(body: Mapping[str, Any]) -> None:
 
 
 def _validate_claude(state: EmulatorState, model: str, body: Mapping[str, Any]) -> None:
+    thinking = (body.get("additionalModelRequestFields") or {}).get("thinking")
+    if (why := refusal(model, thinking.get("type") if isinstance(thinking, Mapping) else None)) is not None:
+        raise _invalid(why)
     messages = body["messages"]
     for n, k, role, b in _blocks(body):
         rc = b.get("reasoningContent")

@@ -208,9 +208,14 @@ def validate(facts: Facts, name: str, model: str, body: Mapping[str, Any], *, bo
 
 def _efforts(facts: Facts, model: str, body: Mapping[str, Any]) -> Verdict:
     for glob, path, accepted in facts.efforts:
-        value = get_path(body, path)
-        if value is None or value in accepted or not fnmatchcase(model.lower(), glob):
+        if not fnmatchcase(model.lower(), glob):
             continue
+        value = get_path(body, path)
+        if value is None or value in accepted:
+            return None  # the first row naming the model decides
+        if facts.errors == "xai" and not accepted:
+            return 400, {"code": "Client specified an invalid argument",
+                         "error": f"Model {model} does not support parameter reasoningEffort."}
         if facts.errors == "zai":
             return 400, error_body("zai", "Invalid API parameter, please check the documentation.")
         listed = ", ".join(f"'{a}'" for a in accepted)

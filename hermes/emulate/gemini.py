@@ -29,6 +29,7 @@ import binascii
 import hashlib
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 import orjson
@@ -78,6 +79,21 @@ def _error(code: int, status: str, message: str, details: list[Any] | None = Non
     if details:
         err["details"] = details
     return JSONResponse({"error": err}, status_code=code)
+
+
+LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("gemini-3-pro*", ("low", "high")),
+    ("gemini-3.1-pro*", ("low", "medium", "high")),
+    ("gemini-3.7-flash*", ("low", "medium", "high")),
+)
+"""(model glob, the ``thinkingLevel`` values it takes), first match wins; the refusal's words are
+quoted in chatwise issue 1206 (``Thinking level MEDIUM is not supported for this model``)."""
+
+
+def levels_of(model: str) -> tuple[str, ...]:
+    """The thinking levels ``model`` takes (empty: any)."""
+    m = model.lower()
+    return next((values for glob, values in LEVELS if fnmatchcase(m, glob)), ())
 
 
 def _invalid(message: str) -> JSONResponse:
@@ -152,6 +168,10 @@ class _Checker:
         keys = {camel(k) for k in tc} if isinstance(tc, Mapping) else set()
         if {"thinkingLevel", "thinkingBudget"} <= keys:
             return _invalid("You can only set only one of thinking budget and thinking level.")
+        level = next((v for k, v in tc.items() if camel(k) == "thinkingLevel"), None) if keys else None
+        allowed = levels_of(self.model)
+        if isinstance(level, str) and allowed and level.lower() not in allowed:
+            return _invalid(f"Thinking level {level.upper()} is not supported for this model.")
         for i, c in enumerate(contents[:-1]):
             calls = sum(1 for p in _parts(c) if _fc(p) is not None)
             nxt = contents[i + 1]

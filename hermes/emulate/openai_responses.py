@@ -111,9 +111,11 @@ def _validate(state: EmulatorState, name: str, body: Mapping[str, Any]) -> None:
     if not isinstance(model, str) or not model:
         raise _missing("model")
     effort = (body.get("reasoning") or {}).get("effort")
-    if effort is not None and fnmatchcase(model.lower(), O_SERIES) and effort not in ("low", "medium", "high"):
+    takes = efforts_of(model)
+    if effort is not None and takes and effort not in takes:
+        listed = ", ".join(f"'{a}'" for a in takes[:-1]) + f", and '{takes[-1]}'"
         raise _Bad(f"Unsupported value: '{effort}' is not supported with the '{model}' model. Supported values "
-                   "are: 'low', 'medium', and 'high'.", param="reasoning.effort", code="unsupported_value")
+                   f"are: {listed}.", param="reasoning.effort", code="unsupported_value")
     for n, tool in enumerate(body.get("tools") or []):
         for key in tool:
             if key not in TOOL_KEYS:
@@ -225,6 +227,23 @@ def _tokens(obj: Any) -> int:
 
 
 O_SERIES = "o[1-9]*"
+EFFORTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (O_SERIES, ("low", "medium", "high")),
+    # openai-agents-python issue 2089 quotes the gpt-5.1 refusal of `minimal` word for word
+    ("gpt-5.1-codex-max*", ("none", "low", "medium", "high", "xhigh")),
+    ("gpt-5.[2-9]*", ("none", "low", "medium", "high", "xhigh")),
+    ("gpt-6*", ("none", "low", "medium", "high", "xhigh")),
+    ("gpt-5.[1-9]*", ("none", "low", "medium", "high")),
+    ("gpt-5", ("minimal", "low", "medium", "high")),
+    ("gpt-5-*", ("minimal", "low", "medium", "high")),
+)
+"""(model glob, the ``reasoning.effort`` values it takes), first match wins (OpenAI's reasoning guide)."""
+
+
+def efforts_of(model: str) -> tuple[str, ...]:
+    """The effort values ``model`` takes (empty: any)."""
+    m = model.lower()
+    return next((values for glob, values in EFFORTS if fnmatchcase(m, glob)), ())
 """Reasoning models that never read earlier turns' reasoning items."""
 ALL_TURNS_ONLY = ("gpt-5.4*", "gpt-5.5*")
 """Models that read earlier turns' reasoning items only with ``reasoning.context: all_turns``."""

@@ -63,7 +63,8 @@ def plan_replay(
             planned = [_remap_ids(pm, mapping, cache) for pm in planned]
     notes: list[str] = []
     thinking = settings.thinking
-    signed_loop = route.signed_loop and route.policy == "signed"
+    # a model that cannot stop thinking keeps its thinking blocks: "off" asks it for the least
+    signed_loop = route.signed_loop and route.policy == "signed" and not target.profile.keeps_thinking
     if thinking and signed_loop:
         bare = [p for p in planned[loop_start - off:] if p.role == "assistant" and _needs_thinking(p)]
         if bare:

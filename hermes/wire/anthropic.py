@@ -224,8 +224,10 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
     body: dict[str, Any] = {"model": target.model}
     if plan.thinking:
         fields, max_tokens = thinking_config(target.profile, settings)
+    elif fields := target.profile.thinking_off():
+        max_tokens = target.profile.thinking_max_tokens if target.profile.keeps_thinking else target.profile.max_tokens
     else:
-        fields, max_tokens = {}, target.profile.max_tokens
+        max_tokens = target.profile.max_tokens
     body["max_tokens"] = max_tokens
     if system:
         body["system"] = system

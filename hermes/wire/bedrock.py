@@ -84,6 +84,8 @@ def thinking_fields(profile: Profile, settings: Settings, thinking: bool) -> tup
     Nova's ``reasoningConfig`` (a level), or nothing."""
     effort = settings.effort
     if profile.thinking == "adaptive":
+        if not thinking and profile.keeps_thinking:
+            return profile.thinking_off(), {"maxTokens": profile.thinking_max_tokens}
         if not thinking:
             return {"thinking": {"type": "disabled"}}, {"maxTokens": profile.max_tokens}
         extra: dict[str, Any] = {"thinking": {"type": "adaptive", "display": "summarized"}}
