@@ -40,10 +40,8 @@ then the supervisor's and every worker's together, and the summary metrics carry
 gateway with ``--pin`` (each process on one CPU of its own; suffix ``_pinned``); the direct
 side is never pinned.
 
-Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--bursts 4] [--pairs 100] [--workers 1] [--pin] [--lane-linger S]``.
+Run: ``PYTHONPATH=. python bench/gateway.py [--runs 3] [--turns 20] [--bursts 4] [--pairs 100] [--workers 1] [--pin]``.
 
-``--lane-linger 0`` runs the gateway without its turn lane (docs/gateway.md, "Turns and locks"):
-every turn then goes through the event loop, as before the lane; its metrics carry ``_nolane``.
 """
 
 from __future__ import annotations
@@ -426,9 +424,6 @@ def main() -> None:
     ap.add_argument("--pin", action="store_true",
                     help="run the gateway with --pin (each of its processes on one CPU of its own); metrics "
                          "then carry a `_pinned` suffix")
-    ap.add_argument("--lane-linger", type=float, default=None,
-                    help="run the gateway with --lane-linger S (0: without the turn lane, metrics then "
-                         "carry a `_nolane` suffix)")
     ap.add_argument("--workers", type=int, default=1,
                     help="run the gateway as `hermes gateway --workers N` (default 1: one process); its "
                          "figures are then the supervisor's and the workers' together, and each summary "
@@ -444,19 +439,17 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
     os.environ["HERMES_HOME"] = str(root)
     runs = []
-    gateway_args = [*(["--workers", str(args.workers)] if args.workers > 1 else []), *(["--pin"] if args.pin else []),
-                    *(["--lane-linger", str(args.lane_linger)] if args.lane_linger is not None else [])]
+    gateway_args = [*(["--workers", str(args.workers)] if args.workers > 1 else []), *(["--pin"] if args.pin else [])]
     with Emulator([ROUTE]) as emu:
         url = emu.url(ROUTE)
         for r in range(args.runs):
             runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts, gateway_args))
     shape = ("one process" if args.workers == 1 else f"--workers {args.workers} (CPU and RSS: every worker's)") + (
-        ", --pin" if args.pin else "") + (", no turn lane" if args.lane_linger == 0 else "")
+        ", --pin" if args.pin else "")
     print(f"gateway bench: {ROUTE} emulator (zero latency), a turn = 2 model calls + 2 commits; "
           f"{args.turns} turns per session at 16 and 32 sessions, {args.pairs} lock-step pairs at 1; "
           f"gateway: {shape}")
-    tag = (f"_workers{args.workers}" if args.workers > 1 else "") + ("_pinned" if args.pin else "") + (
-        "_nolane" if args.lane_linger == 0 else "")
+    tag = (f"_workers{args.workers}" if args.workers > 1 else "") + ("_pinned" if args.pin else "")
     cols = ("run", "load", "sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99",
             "direct cpu", "gw cpu")
     print("  ".join(f"{c:>10}" for c in cols))

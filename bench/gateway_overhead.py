@@ -9,11 +9,9 @@ into the event-loop thread and the worker threads (``/proc/PID/task``), the wall
 at p50 and a bare ``GET /healthz`` for the HTTP stack's floor. CPU time does not move with the
 load of a shared machine; the wall figure does.
 
-    PYTHONPATH=. python bench/gateway_overhead.py [--turns 1000] [--runs 3] [--lane-linger 0] [--facade]
+    PYTHONPATH=. python bench/gateway_overhead.py [--turns 1000] [--runs 3] [--facade]
 
-On one keep-alive connection the turns after the first are the turn lane's (docs/gateway.md):
-read, run and answered on a turn thread, so the event loop's share is near zero;
-``--lane-linger 0`` measures the event loop's path.
+Every turn is parsed and answered on the event loop and run on one of anyio's worker threads.
 """
 
 from __future__ import annotations
@@ -104,12 +102,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--lane-linger", type=float, default=None,
-                    help="the gateway's --lane-linger (0: every turn through the event loop, no turn lane)")
     ap.add_argument("--facade", action="store_true",
                     help="post OpenAI-facade completions (POST /v1/chat/completions, X-Hermes-Session) instead")
     args = ap.parse_args()
-    gateway_args = ["--lane-linger", str(args.lane_linger)] if args.lane_linger is not None else []
+    gateway_args: list[str] = []
     from hermes.emulate import Emulator
 
     with Emulator([ROUTE]) as emu:  # routes the session; never called
@@ -120,7 +116,7 @@ def main() -> None:
         return f"{statistics.median(values):.2f}  (median of {len(values)} runs; range {min(values):.2f} … {max(values):.2f})"
 
     print(f"gateway_overhead: {args.turns} null turns on one session (the agent's turn returns at once), "
-          f"{args.runs} runs, a fresh gateway each{', no turn lane' if args.lane_linger == 0 else ''}"
+          f"{args.runs} runs, a fresh gateway each"
           f"{', OpenAI facade' if args.facade else ''}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"  event-loop thread  {spread('loop')} ms CPU per turn")
     print(f"  worker threads     {spread('workers')} ms CPU per turn")

@@ -141,7 +141,8 @@ def gateway(home: Path, config: Any = None, **options: Any) -> Iterator[str]:
 
     from hermes.config import Config
     from hermes.gateway import GatewayOptions, create_app
-    from hermes.gateway.server import bind, uvicorn_config
+    from hermes.gateway.server import uvicorn_config
+    from hermes.serving.listen import bind
     from hermes.store import Store
 
     home.mkdir(parents=True, exist_ok=True)

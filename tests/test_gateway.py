@@ -100,7 +100,7 @@ def cluster(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     import uvicorn
 
     from hermes.gateway import GatewayOptions, create_app
-    from hermes.gateway.server import bind
+    from hermes.serving.listen import bind
 
     home = tmp_path_factory.mktemp("gateway-home")
     saved = {k: os.environ.get(k) for k in KEYS}
@@ -489,10 +489,9 @@ def test_a_client_that_hangs_up_mid_turn_still_gets_its_turn_committed_and_the_s
         assert [m.role for m in s.load(sid)][4:] == ["user", "assistant", "tool", "assistant"]
 
 
-@pytest.mark.parametrize("earlier", [0, 1], ids=["first-turn", "lane-turn"])
+@pytest.mark.parametrize("earlier", [0, 1], ids=["first-turn", "second-turn"])
 def test_sigterm_mid_turn_finishes_the_turn(cluster: Cluster, earlier: int) -> None:
-    """Also when the turn is the connection's second, which the turn lane runs on its thread
-    (``gateway.lane``): shutdown waits for the lane to answer it and let go."""
+    """Also when the turn is a keep-alive connection's second."""
     name = "gemini-vertex"
     proc, base, err = start_process(cluster.home, "--allow-base-url", cluster.emu.root)
     with Store(cluster.home / "state.db") as s:

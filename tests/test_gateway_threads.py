@@ -1,11 +1,11 @@
-"""The gateway's hand-overs between its event loop and its turn threads.
+"""The gateway's hand-overs between its event loop and the turns' worker threads.
 
-``TurnThreads`` replaces ``run_in_executor``: what must hold is what a turn relies on — the
-result or the exception comes back to the awaiting task (``BaseException`` too: the lease
-poller's retry signal is one), a cancelled wait neither stops the call (a turn is never cut
-between its store writes) nor ends before it, at most ``size`` calls run at once, and
-shutdown lets queued calls finish. ``loop_sink`` carries a streamed turn's events to the loop: every event arrives, in
-order, and the loop is woken once per batch rather than once per event.
+A turn runs on one of anyio's threads (``locks.run_to_end``); what must hold is what a turn
+relies on — the result or the exception comes back to the awaiting task (``BaseException``
+too: the lease poller's retry signal is one), a cancelled wait neither stops the call (a turn
+is never cut between its store writes) nor ends before it, and at most the limiter's tokens
+run at once. ``loop_sink`` carries a streamed turn's events to the loop: every event arrives,
+in order, and the loop is woken once per batch rather than once per event.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import time
 from functools import partial
 from typing import Any
 
+import anyio
 import pytest
 
-from hermes.gateway.threads import TurnThreads
+from hermes.gateway.locks import run_to_end
 from hermes.gateway.turns import loop_sink
 
 
@@ -27,36 +28,25 @@ class Signal(BaseException):
 
 
 def test_results_and_exceptions_come_back_to_the_awaiting_task() -> None:
-    threads = TurnThreads(4)
+    def fail(kind: type[BaseException]) -> None:
+        raise kind("from the thread")
 
     async def main() -> None:
-        assert await threads.submit(lambda: threading.current_thread().name) != threading.current_thread().name
-        assert await threads.submit(lambda: 41 + 1) == 42
-
-        def fail() -> None:
-            raise ValueError("from the thread")
-
+        limiter = anyio.CapacityLimiter(2)
+        assert await run_to_end(lambda: threading.current_thread() is not threading.main_thread(), limiter)
         with pytest.raises(ValueError, match="from the thread"):
-            await threads.submit(fail)
-
-        def signal() -> None:
-            raise Signal
-
+            await run_to_end(partial(fail, ValueError), limiter)
         with pytest.raises(Signal):
-            await threads.submit(signal)
-        # the thread survived both: it still answers
-        assert await asyncio.gather(*(threads.submit(partial(pow, i, 2)) for i in range(20))) == [
-            i * i for i in range(20)]
+            await run_to_end(partial(fail, Signal), limiter)
 
     asyncio.run(main())
-    threads.shutdown()
 
 
 def test_a_task_cancelled_mid_call_ends_only_once_the_call_has_returned() -> None:
-    """What ``SessionLocks.run`` relies on without a shield: the session's local lock (held by
-    the awaiting task) must outlive the turn's thread, so the task's cancellation takes effect
-    only after the call returned — and the task then ends cancelled, not with the result."""
-    threads = TurnThreads(2)
+    """What ``SessionLocks.run`` relies on: the session's local lock (held by the awaiting
+    task) must outlive the turn's thread, so the task's cancellation takes effect only after
+    the call returned — and the task then ends cancelled, not with the result. A plain
+    ``anyio.to_thread.run_sync`` ends at once when its task is cancelled."""
     release = threading.Event()
     returned: list[float] = []
 
@@ -67,28 +57,28 @@ def test_a_task_cancelled_mid_call_ends_only_once_the_call_has_returned() -> Non
 
     async def main() -> None:
         lock = asyncio.Lock()
+        limiter = anyio.CapacityLimiter(2)
 
         async def turn() -> str:
             async with lock:
-                return await threads.submit(work)
+                return await run_to_end(work, limiter)
 
         task = asyncio.create_task(turn())
         await asyncio.sleep(0.05)
         task.cancel()
+        await asyncio.sleep(0.05)
+        task.cancel()  # twice: a second cancellation does not cut the wait short either
         await asyncio.sleep(0.1)
         assert not task.done() and lock.locked(), "the task gave up its lock while the call still ran"
         release.set()
         with pytest.raises(asyncio.CancelledError):
             await task
-        ended = time.monotonic()
-        assert returned and returned[0] <= ended and not lock.locked()
+        assert returned and returned[0] <= time.monotonic() and not lock.locked()
 
     asyncio.run(main())
-    threads.shutdown()
 
 
-def test_a_cancelled_wait_does_not_stop_the_call_and_at_most_size_run_at_once() -> None:
-    threads = TurnThreads(2)
+def test_a_cancelled_wait_does_not_stop_the_call_and_at_most_the_limit_run_at_once() -> None:
     running = 0
     peak = 0
     finished: list[int] = []
@@ -108,46 +98,18 @@ def test_a_cancelled_wait_does_not_stop_the_call_and_at_most_size_run_at_once() 
         return i
 
     async def main() -> None:
-        futures = [threads.submit(partial(work, i)) for i in range(5)]
+        limiter = anyio.CapacityLimiter(2)
+        tasks = [asyncio.create_task(run_to_end(partial(work, i), limiter)) for i in range(5)]
         await asyncio.sleep(0.1)
-        assert running == 2  # two threads, the other three calls wait in the queue
-        futures[0].cancel()  # the client went away: the call itself must still finish
+        assert running == 2  # two tokens, the other three calls wait for one
+        tasks[0].cancel()  # the client went away: the call itself must still finish
         release.set()
-        results = await asyncio.gather(*futures[1:])
-        assert results == [1, 2, 3, 4]
-        for _ in range(100):
-            if 0 in finished:
-                break
-            await asyncio.sleep(0.01)
+        assert await asyncio.gather(*tasks[1:]) == [1, 2, 3, 4]
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[0]
 
     asyncio.run(main())
     assert sorted(finished) == [0, 1, 2, 3, 4] and peak == 2
-    assert len(threads._threads) == 2
-    threads.shutdown()
-
-
-def test_shutdown_lets_queued_calls_finish_then_refuses_new_ones() -> None:
-    threads = TurnThreads(1)
-    done: list[int] = []
-
-    def slow(i: int) -> None:
-        time.sleep(0.02)
-        done.append(i)
-
-    async def main() -> None:
-        for i in range(3):
-            threads.submit(partial(slow, i))
-        await asyncio.sleep(0)
-
-    asyncio.run(main())
-    threads.shutdown()
-    assert done == [0, 1, 2]
-
-    async def after() -> None:
-        threads.submit(lambda: None)
-
-    with pytest.raises(RuntimeError, match="shut down"):
-        asyncio.run(after())
 
 
 def test_loop_sink_delivers_every_event_in_order_waking_the_loop_once_per_batch() -> None:

@@ -180,20 +180,14 @@ def test_kill_9_mid_commit_leaves_no_partial_step_and_another_worker_continues(f
         check_serialised(s.load(sid), ["c0 t0", "c0 t1"])
 
 
-def _slow_turn(fleet: Fleet, base: str, sid: str, text: str, *,
-               lane: bool = False) -> tuple[threading.Thread, dict[str, Any]]:
+def _slow_turn(fleet: Fleet, base: str, sid: str, text: str) -> tuple[threading.Thread, dict[str, Any]]:
     """A turn on a slowed emulator, started in a thread; returns once its lease is held and its
-    first model call is in flight (the caller resets the emulator's delay). ``lane``: the
-    client runs a quick turn first on the same connection, so the slow one is the turn
-    lane's (``gateway.lane``)."""
+    first model call is in flight (the caller resets the emulator's delay)."""
     result: dict[str, Any] = {}
     sent: list[int] = []
 
     def turn() -> None:
         with fleet.client(base) as c:
-            if lane:
-                r = c.post(f"/v1/sessions/{sid}/messages", json={"content": f"{text} (first)"})
-                assert r.status_code == 200, r.text
             sent.append(len(fleet.emu.requests(ROUTE)))
             fleet.emu.state.set_control(ROUTE, delay=0.1)  # a streamed response takes ~1-2 s
             r = c.post(f"/v1/sessions/{sid}/messages", json={"content": text})
@@ -205,15 +199,13 @@ def _slow_turn(fleet: Fleet, base: str, sid: str, text: str, *,
     return t, result
 
 
-@pytest.mark.parametrize("lane", [False, True], ids=["loop-turn", "lane-turn"])
-def test_a_live_turn_longer_than_its_lease_ttl_keeps_its_lease(fleet: Fleet, lane: bool) -> None:
+def test_a_live_turn_longer_than_its_lease_ttl_keeps_its_lease(fleet: Fleet) -> None:
     """The worker renews the leases its turns hold (one task per process, every ttl/3): a turn
-    that outlives the TTL several times is never taken over, and commits — also when the
-    turn lane runs it."""
+    that outlives the TTL several times is never taken over, and commits."""
     _, base = fleet.start("--lock-ttl", "1")
     sid = fleet.create()
     try:
-        t, result = _slow_turn(fleet, base, sid, "slow", lane=lane)
+        t, result = _slow_turn(fleet, base, sid, "slow")
         time.sleep(1.5)  # past the TTL: only a renewal keeps it
         with fleet.store() as s:
             assert s.acquire_lease(sid, "intruder", 30) is None, "the live turn's lease was not renewed"
@@ -222,7 +214,7 @@ def test_a_live_turn_longer_than_its_lease_ttl_keeps_its_lease(fleet: Fleet, lan
         fleet.emu.state.set_control(ROUTE, delay=0.0)
     assert result["status"] == 200, result
     with fleet.store() as s:
-        assert [m.role for m in s.load(sid)] == ["user", "assistant", "tool", "assistant"] * (1 + lane)
+        assert [m.role for m in s.load(sid)] == ["user", "assistant", "tool", "assistant"]
 
 
 def test_a_paused_worker_whose_lease_was_taken_over_cannot_commit(fleet: Fleet) -> None:

@@ -378,7 +378,7 @@ def test_timeline_shows_native_records_as_kind_size_and_hash_never_the_value(sto
 
 
 def test_wrong_login_tokens_back_off_like_wrong_api_tokens(store: Store) -> None:
-    from hermes.gateway.http import AuthThrottle
+    from hermes.serving.http import AuthThrottle
 
     throttle = AuthThrottle(first_s=0.0)
     c = client(create_ui(store, token=TOKEN, throttle=throttle))

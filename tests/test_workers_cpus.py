@@ -28,7 +28,7 @@ import pytest
 from _procs import children, listening, wait_for
 
 from hermes.cli.workers_option import WORKERS
-from hermes.cpus import usable_cpus
+from hermes.serving.cpus import usable_cpus
 from hermes.store import Store
 
 KEY = "sk-test-openai-0001"

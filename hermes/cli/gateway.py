@@ -32,9 +32,6 @@ __all__ = ["gateway"]
               help="Seconds a connection has to send a request's headers (slow clients are closed).")
 @click.option("--body-timeout", default=30.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds a request body has to arrive (408 after).")
-@click.option("--lane-linger", default=0.05, show_default=True, type=click.FloatRange(0),
-              help="Seconds a turn thread waits on a keep-alive connection for its next turn, which it "
-                   "then reads, runs and answers without the event loop (0 = off; docs/gateway.md).")
 @click.option("--max-connections", default=1024, show_default=True, type=click.IntRange(1),
               help="Open connections at once; a new one beyond evicts the longest-waiting "
                    "connection that has not sent its headers yet.")
@@ -50,7 +47,7 @@ __all__ = ["gateway"]
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: float, workers: int, threads: int,
             listen_fd: int | None, pin: bool, pin_cpu: int | None, max_steps: int | None,
-            header_timeout: float, body_timeout: float, lane_linger: float, max_connections: int,
+            header_timeout: float, body_timeout: float, max_connections: int,
             allow_base_urls: tuple[str, ...], allow_hosts: tuple[str, ...], allow_read: tuple[str, ...],
             log_level: str) -> None:
     """Serve Hermes sessions over HTTP: every turn is loaded from the store and committed there.
@@ -92,11 +89,11 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
                              lock_wait_s=lock_wait, workers=threads, max_steps=max_steps,
                              allowed_base_urls=allowed, allowed_hosts=allow_hosts, bound_host=host,
                              header_timeout_s=header_timeout, body_timeout_s=body_timeout,
-                             lane_linger_s=lane_linger, max_connections=max_connections, read_roots=allow_read)
+                             max_connections=max_connections, read_roots=allow_read)
     check_bind(host, options.token)  # before the store is even opened
     pin_here(pin, pin_cpu, workers)  # before any thread is started
     if workers > 1 and listen_fd is None:
-        from ..gateway.workers import run_workers
+        from ..serving.workers import run_workers
 
         open_store(config).close()  # a bad store URL or schema fails once, here, not in N workers
         repeated = [*(a for u in allow_base_urls for a in ("--allow-base-url", u)),
@@ -106,7 +103,6 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
                                           "--lock-ttl", str(lock_ttl), "--threads", str(threads),
                                           "--header-timeout", str(header_timeout),
                                           "--body-timeout", str(body_timeout),
-                                          "--lane-linger", str(lane_linger),
                                           "--max-connections", str(max_connections),
                                           "--log-level", log_level, *repeated,
                                           *(["--max-steps", str(max_steps)] if max_steps else [])], pin=pin)

@@ -97,7 +97,7 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     pin_here(pin, pin_cpu, workers)  # before any thread is started
     port = cfg.port if port is None else port
     if workers > 1 and listen_fd is None:
-        from ..gateway.workers import run_workers
+        from ..serving.workers import run_workers
 
         open_store(config).close()  # a bad store URL or schema fails once, here, not in N workers
         run_workers(workers, bound, port, [
@@ -128,9 +128,9 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
     import orjson
 
     from ..errors import HistoryError
-    from ..gateway.http import ApiError
     from ..proxy import open_memory
     from ..proxy.app import prepare, route_row
+    from ..serving.http import ApiError
     from ..store import open_store
 
     try:

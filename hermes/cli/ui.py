@@ -26,7 +26,7 @@ def ui(port: int, open_browser: bool) -> None:
     from starlette.responses import RedirectResponse
     from starlette.routing import Mount, Route
 
-    from ..gateway.server import bind
+    from ..serving.listen import bind
     from ..store import open_store
     from ..ui import create_ui
 

@@ -2,7 +2,7 @@
 ``hermes proxy``).
 
 ``auto`` asks for one process per CPU this one may run on; ``--pin`` keeps each process on a
-CPU of its own (``hermes.cpus`` says why).
+CPU of its own (``hermes.serving.cpus`` says why).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import click
 
-from ..cpus import MAX_WORKERS, cpu_for, pin_to, usable_cpus
+from ..serving.cpus import MAX_WORKERS, cpu_for, pin_to, usable_cpus
 
 __all__ = ["WORKERS", "pin_here", "pin_options"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..views import blob_summary, session_view
 from .app import GatewayOptions, GatewayState, create_app
 from .locks import Busy, SessionLocks
-from .server import is_loopback, serve
+from .server import serve
 
 __all__ = ["Busy", "GatewayOptions", "GatewayState", "SessionLocks", "blob_summary", "create_app",
-           "is_loopback", "serve", "session_view"]
+           "serve", "session_view"]

@@ -13,8 +13,8 @@ Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when
 * ``GET /healthz``;
 * ``/ui/`` — the web view (``hermes.ui``): login form + cookie with the same token.
 
-Before any endpoint runs: the ``Host`` / ``Origin`` guard (``guard``), then bearer auth with
-throttled failures; JSON bodies are bounded in size and time (``http.read_json``). A client's
+Before any endpoint runs: the ``Host`` / ``Origin`` guard (``serving.guard``), then bearer auth with
+throttled failures; JSON bodies are bounded in size and time (``serving.http.read_json``). A client's
 ``base_url`` must be a route default or allowlisted (``check_client_url``).
 
 Sessions are opened, switched, compressed and run through the process's one
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -53,28 +52,18 @@ from ..hot import HotSessions
 from ..paths import routes_path
 from ..resolve import Resolved, load_table
 from ..runtime import Runtime, explicit_url
+from ..serving.guard import HostOriginGuard, allowed_hosts
+from ..serving.http import ApiError, AuthThrottle, error_response, json_response, read_json
+from ..serving.http import field as body_field
 from ..store import SessionInfo, SessionStore
 from ..store.lease import Lease
 from ..tools import Toolbox, ToolContext, load_toolbox
 from ..transport import Transport
 from ..views import session_view
-from .fastpath import TURN, FastPath
-from .guard import Guard, allowed_hosts
-from .http import (
-    ApiError,
-    AuthThrottle,
-    answer_error,
-    error_response,
-    from_exception,
-    json_response,
-    read_json,
-)
-from .http import field as body_field
+from .failures import answer_error, from_exception
 from .idempotency import IdempotencyCache
-from .lane import Lane
 from .locks import SessionLocks, Take
-from .threads import TurnThreads
-from .turns import LANE_MARK, TurnJob, TurnRequest, describe, openai_usage, turn_request
+from .turns import TurnJob, TurnRequest, describe, openai_usage, turn_request
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
 
@@ -108,13 +97,6 @@ class GatewayOptions:
     """A request body must arrive within this long once its headers did (408 after)."""
     max_connections: int = 1024
     """Open connections at once; more are closed on arrival."""
-    lane_linger_s: float = 0.05
-    """How long the turn lane waits on a connection for its next turn before the event loop
-    takes it back (``gateway.lane``); 0 turns the lane off."""
-    freeze_after_first_turn: bool = False
-    """``gc.freeze()`` once the first turn has run (``GatewayState.settle``). ``serve`` turns it
-    on: the process is the gateway's own. An app embedded in another process leaves it off,
-    since it would freeze that process's objects too."""
 
 
 @dataclass
@@ -126,9 +108,7 @@ class GatewayState:
     idempotency: IdempotencyCache = field(init=False)
     auth_failures: AuthThrottle = field(init=False)
     limiter: anyio.CapacityLimiter = field(init=False)
-    """Bounds the other blocking calls (``/compress``, session views) on anyio's threads."""
-    pool: TurnThreads = field(init=False)
-    """The turns' worker threads (``options.workers`` of them; see ``SessionLocks.run``)."""
+    """Turns (``/compress`` too) running at once on anyio's worker threads: ``options.workers``."""
     jobs: set[asyncio.Task[Any]] = field(default_factory=set)
     transport: Transport = field(init=False)
     """One HTTP client (connection pool) for every turn: a client per request would pay TLS
@@ -141,10 +121,6 @@ class GatewayState:
     """Recent sessions' history and build cache: a turn loads and builds only what is new."""
     runtime: Runtime = field(init=False)
     """Routes, session switches, compaction and agents: built once (routes.toml read once)."""
-    lane: Lane | None = None
-    """Serves the next turns of a connection that posts turns on a turn thread (``lane``)."""
-    settled: bool = False
-    """Set once the first turn has run and the process's long-lived objects are frozen."""
 
     def __post_init__(self) -> None:
         self.transport = Transport()
@@ -154,7 +130,6 @@ class GatewayState:
             ToolContext(allow_commands=False, read_roots=roots))
         self.locks = SessionLocks(self.store, ttl_s=self.options.lock_ttl_s, wait_s=self.options.lock_wait_s)
         self.limiter = anyio.CapacityLimiter(self.options.workers)
-        self.pool = TurnThreads(self.options.workers)
         self.idempotency = IdempotencyCache()
         self.auth_failures = AuthThrottle()
 
@@ -217,22 +192,8 @@ class GatewayState:
         if req.provider or req.model or req.base_url:  # the row may have a new route: peek must see it
             fresh = self.store.get_session(fresh.id)
         self.hot.checkin(fresh, result.history, cache)
-        if not self.settled and self.options.freeze_after_first_turn:
-            self.settle()
         return {"session_id": fresh.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
                 "learned": result.learned, "usage": openai_usage(result.usage), **describe(resolved)}
-
-    def settle(self) -> None:
-        """After the first turn, move every object alive now — modules, the app, the route
-        table, the token estimator's tables (loaded by the first estimate) — out of the cyclic
-        garbage collector's reach (``gc.freeze``). They live as long as the process, yet each
-        full collection walked them all again (a full collection took ~50 ms in a gateway
-        holding 32 sessions). Side by side, 32 sessions, four alternating rounds: 16.96 against
-        17.43 ms of CPU per turn (−3%); at one session the difference is inside the noise.
-        Objects are still freed by reference counting; what was alive at this moment and later
-        becomes cyclic garbage is kept, which is bounded (one turn's worth, once)."""
-        self.settled = True
-        gc.freeze()
 
     def require_session(self, session_id: str) -> SessionInfo:
         """The session with exactly this id (no prefix matching over HTTP), else 404."""
@@ -249,7 +210,7 @@ class GatewayState:
     # ----------------------------------------------------------------- turns
 
     def start_turn(self, req: TurnRequest) -> tuple[TurnJob, asyncio.Task[dict[str, Any]]]:
-        job = TurnJob(self.locks, req, lambda on_event, take: self.run_turn(req, on_event, take), self.pool,
+        job = TurnJob(self.locks, req, lambda on_event, take: self.run_turn(req, on_event, take), self.limiter,
                       wait_s=req.wait_s)
         task = asyncio.create_task(job.run())
         self.jobs.add(task)
@@ -257,18 +218,17 @@ class GatewayState:
         return job, task
 
     async def turn_json(self, req: TurnRequest) -> dict[str, Any]:
-        """A turn answered with one JSON body, run in the request's own task: no task, queue
-        or shield of its own (each cost the event loop a pass per turn). A client that hangs
-        up does not stop it: nothing cancels a request's task when its client leaves, and
-        were it cancelled (a shutdown past its grace period), the wait for the worker thread
-        cannot be cut short (``threads.Pending``): the turn commits and its lease is
+        """A turn answered with one JSON body, run in the request's own task. A client that
+        hangs up does not stop it: nothing cancels a request's task when its client leaves,
+        and were it cancelled (a shutdown past its grace period), the wait for the worker
+        thread is not cut short (``locks.run_to_end``): the turn commits and its lease is
         released. ``drain`` waits for it like any other turn."""
         task = asyncio.current_task()
         assert task is not None
         self.jobs.add(task)
         try:
-            return await self.locks.run(req.session_id, lambda take: self.run_turn(req, None, take), pool=self.pool,
-                                        wait_s=req.wait_s)
+            return await self.locks.run(req.session_id, lambda take: self.run_turn(req, None, take),
+                                        limiter=self.limiter, wait_s=req.wait_s)
         finally:
             self.jobs.discard(task)
 
@@ -304,17 +264,10 @@ class GatewayState:
             raise job.locked.exception()  # type: ignore[misc]
         return _drain(job)
 
-    def running(self) -> int:
-        """Turns running now, on the event loop's path and in the lane."""
-        return len(self.jobs) + (self.lane.running if self.lane else 0)
-
     async def drain(self) -> None:
         """Graceful shutdown: let every running turn finish and commit."""
-        while self.running():
-            if self.jobs:
-                await asyncio.gather(*list(self.jobs), return_exceptions=True)
-            else:  # the lane's: on threads, with nothing to await
-                await asyncio.sleep(0.01)
+        while self.jobs:
+            await asyncio.gather(*list(self.jobs), return_exceptions=True)
 
 
 async def _drain(job: TurnJob) -> AsyncIterator[tuple[str, dict[str, Any]]]:
@@ -371,8 +324,7 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         return await anyio.to_thread.run_sync(fn, *args)
 
     async def healthz(request: Request) -> Response:
-        return json_response({"ok": True, "turns_running": state.running(),
-                              "lane_turns": state.lane.served if state.lane else 0})
+        return json_response({"ok": True, "turns_running": len(state.jobs)})
 
     async def create(request: Request) -> Response:
         body = await read_json(request, opts.max_body, timeout_s=opts.body_timeout_s)
@@ -400,9 +352,7 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
             digest = hashlib.sha256(f"messages\0{sid}\0".encode() + orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
             return json_response(await state.turn_once(req, f"messages\0{key}", digest.hexdigest()))
         if not stream:
-            answer = json_response(await state.turn_json(req))
-            request.scope[LANE_MARK] = True  # the connection's next turns may go by the lane
-            return answer
+            return json_response(await state.turn_json(req))
         events = await state.turn_events(req)
 
         async def body_iter() -> AsyncIterator[bytes]:
@@ -459,15 +409,13 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         yield
         await state.drain()
         state.locks.close()
-        state.pool.shutdown()
         state.transport.close()
 
-    turn = endpoint(messages)
     routes = [
         Route("/healthz", endpoint(healthz, auth=False), methods=["GET"]),
         Route("/v1/sessions", endpoint(create), methods=["POST"]),
         Route("/v1/sessions/{sid}", endpoint(show), methods=["GET"]),
-        Route("/v1/sessions/{sid}/messages", turn, methods=["POST"]),
+        Route("/v1/sessions/{sid}/messages", endpoint(messages), methods=["POST"]),
         Route("/v1/sessions/{sid}/branch", endpoint(branch), methods=["POST"]),
         Route("/v1/sessions/{sid}/compress", endpoint(compress), methods=["POST"]),
         Route("/v1/chat/completions", endpoint(completions, openai=True), methods=["POST"]),
@@ -476,11 +424,8 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
     ]
     hosts = allowed_hosts(opts.bound_host, (*config.allowed_hosts, *opts.allowed_hosts))
     origins = (*config.allowed_origins, *opts.allowed_origins)
-    if opts.lane_linger_s > 0:
-        state.lane = Lane(state, Guard(None, hosts=hosts, origins=origins), linger_s=opts.lane_linger_s)
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found}, lifespan=lifespan,
-                    middleware=[Middleware(Guard, hosts=hosts, origins=origins),
-                                Middleware(FastPath, handler=turn, pattern=TURN)])
+                    middleware=[Middleware(HostOriginGuard, hosts=hosts, origins=origins)])
     app.state.gateway = state
     return app
 

@@ -34,8 +34,9 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .http import ApiError, from_exception, json_response, openai_error_response, read_json
-from .turns import LANE_MARK, TurnRequest
+from ..serving.http import ApiError, json_response, openai_error_response, read_json
+from .failures import from_exception
+from .turns import TurnRequest
 
 __all__ = ["Collector", "Completion", "chat_completions", "completion", "last_user_text", "list_models"]
 
@@ -165,10 +166,7 @@ async def chat_completions(state: Any, request: Request) -> Response:
     headers = {"x-hermes-session": sid}
     if not stream:
         outcome = await asyncio.shield(collector)
-        answer = _render_done(outcome, False, False, headers=headers)
-        if key is None and request.headers.get(HEADER):  # a client that names its session: the next
-            request.scope[LANE_MARK] = True  # completions on this connection may go by the lane
-        return answer
+        return _render_done(outcome, False, False, headers=headers)
 
     async def body_iter() -> AsyncIterator[bytes]:
         yield done.chunk({"role": "assistant", "content": ""}, usage=include_usage)
@@ -194,8 +192,7 @@ async def chat_completions(state: Any, request: Request) -> Response:
 @dataclass
 class Collector:
     """A facade turn's events folded into its outcome: the reasoning text, whether a step was
-    stored, and the completion or the error. Used alike by the event loop's path (``_collect``)
-    and the turn lane, which calls ``take`` on its thread."""
+    stored, and the completion or the error."""
 
     done: Completion
     committed: bool = False

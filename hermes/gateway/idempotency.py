@@ -20,7 +20,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from .http import ApiError
+from ..serving.http import ApiError
 
 __all__ = ["IdempotencyCache"]
 

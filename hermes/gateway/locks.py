@@ -18,8 +18,8 @@ afterwards.
 
 Two ways to hold a session:
 
-* ``run(session_id, attempt)`` — a turn. The local lock is taken on the event loop; then
-  *one* worker-thread call does everything else: ``attempt(take)`` runs its checks, calls
+* ``run(session_id, attempt, limiter=...)`` — a turn. The local lock is taken on the event
+  loop; then *one* worker-thread call (``anyio.to_thread``) does everything else: ``attempt(take)`` runs its checks, calls
   ``take()`` (one lease transaction, which also reads the session's row), runs the turn and releases the lease (one more) before
   it returns. Only a lease another process holds costs more: ``take`` says so, the call
   returns, and the loop polls again after a backoff without holding a thread.
@@ -33,6 +33,7 @@ never bring back a lease its turn has already released.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import secrets
@@ -52,15 +53,29 @@ from ..store.lease import Lease
 
 if TYPE_CHECKING:
     from ..store import SessionInfo, SessionStore
-    from .threads import TurnThreads
 
-__all__ = ["Busy", "LeaseHeld", "SessionLocks", "Take"]
+__all__ = ["Busy", "LeaseHeld", "SessionLocks", "Take", "run_to_end"]
 
 T = TypeVar("T")
 Take = Callable[[], tuple[Lease, "SessionInfo"]]
 """Take the session's store lease now, on the worker thread, with the session's row read in
 the same transaction (held by another process: the attempt is abandoned before it wrote
 anything and ``run`` polls again)."""
+
+
+async def run_to_end(fn: Callable[[], T], limiter: anyio.CapacityLimiter) -> T:
+    """``fn()`` on one of anyio's worker threads (at most ``limiter``'s tokens at once), awaited
+    to its end: a caller cancelled meanwhile is cancelled only once ``fn`` has returned (anyio
+    shields its own cancel scopes, not a plain ``Task.cancel``). A turn needs that: the
+    session's local lock stays held until the thread has released the lease."""
+    call = asyncio.ensure_future(anyio.to_thread.run_sync(fn, limiter=limiter))
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        while not call.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({call})
+        raise
 
 
 class LeaseHeld(BaseException):
@@ -118,23 +133,20 @@ class SessionLocks:
             if local.users == 0:
                 self._local.pop(session_id, None)
 
-    async def run(self, session_id: str, attempt: Callable[[Take], T], *, pool: TurnThreads,
+    async def run(self, session_id: str, attempt: Callable[[Take], T], *, limiter: anyio.CapacityLimiter,
                   wait_s: float | None = None) -> T:
-        """``attempt(take)`` on a thread of ``pool``, in this process's queue for the session: it
-        must call ``take()`` before it writes anything; the lease it gets is released when
-        ``attempt`` returns or raises (still on its thread). Busy after ``wait_s``.
-
-        ``pool`` is the gateway's own threads (``threads.TurnThreads``), not anyio's: the
-        hand-over skips anyio's capacity limiter, cancel scope and checkpoint, and the chained
-        futures of ``run_in_executor`` — a turn is what a gateway does many times a second.
-        Its size bounds the turns running at once."""
+        """``attempt(take)`` on a worker thread (``run_to_end``; ``limiter`` bounds the turns
+        running at once), in this process's queue for the session: it must call ``take()``
+        before it writes anything; the lease it gets is released when ``attempt`` returns or
+        raises (still on its thread). Busy after ``wait_s``."""
         deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
-        self.renewing()
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew_held())
         delay = self.poll_min_s
         async with self._local_turn(session_id, deadline):
             while True:
-                try:  # not cancellable: see threads.Pending
-                    return await pool.submit(lambda: self.attempt(session_id, attempt))
+                try:
+                    return await run_to_end(lambda: self.attempt(session_id, attempt), limiter)
                 except LeaseHeld:
                     pass
                 left = deadline - time.monotonic()
@@ -142,17 +154,6 @@ class SessionLocks:
                     raise Busy(session_id)
                 await asyncio.sleep(min(delay * (0.5 + secrets.randbelow(1000) / 1000), left))
                 delay = min(delay * 2, self.poll_max_s)
-
-    def renewing(self) -> None:
-        """Start the task that renews the leases ``attempt`` holds, if it is not running (on
-        the event loop: ``run`` calls it, and the lane before it lends a connection out)."""
-        if self._renewer is None or self._renewer.done():
-            self._renewer = asyncio.create_task(self._renew_held())
-
-    def queued(self, session_id: str) -> bool:
-        """A turn of this process runs or waits for the session on ``run``'s path (read from
-        any thread): the lane then hands its turn to that queue rather than overtake it."""
-        return session_id in self._local
 
     def attempt(self, session_id: str, attempt: Callable[[Take], T]) -> T:
         """``attempt(take)`` once, on the calling thread; ``take()`` raises ``LeaseHeld`` when

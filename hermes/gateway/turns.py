@@ -23,23 +23,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
 from ..estimate import prompt_tokens
 from ..events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
 from ..resolve import Resolved
+from ..serving.http import ApiError
+from ..serving.http import field as body_field
 from ..store import SessionInfo
 from ..store.lease import Lease
 from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
-from .http import ApiError
-from .http import field as body_field
 from .locks import SessionLocks, Take
-from .threads import TurnThreads
 
-__all__ = ["LANE_MARK", "GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage",
+__all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage",
            "turn_request"]
-
-LANE_MARK = "hermes.lane"
-"""Set in a request's ASGI scope once a plain JSON turn was answered on its connection (the
-turn handler and the OpenAI facade): the connection may then be lent to the turn lane."""
 
 GatewaySink = Callable[[str, dict[str, Any]], None]
 """Where gateway events go: ``(SSE event name, JSON data)``."""
@@ -58,7 +55,7 @@ class TurnRequest:
 
 def turn_request(sid: str, body: dict[str, Any], lock_wait_s: float) -> tuple[TurnRequest, bool]:
     """A turn's JSON body read into its request, and whether it asks for a stream; 400 naming
-    what is wrong (the event loop's handler and the lane read bodies alike)."""
+    what is wrong."""
     content = body_field(body, "content", required=True)
     if not content.strip():
         raise ApiError(400, "invalid_request", "'content' is empty: a turn needs some text")
@@ -140,7 +137,7 @@ class TurnJob:
     locks: SessionLocks
     request: TurnRequest
     work: Callable[[EventSink, Take], dict[str, Any]]
-    pool: TurnThreads
+    limiter: anyio.CapacityLimiter
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     wait_s: float | None = None
@@ -165,7 +162,7 @@ class TurnJob:
             return self.work(on_event, taking)
 
         try:
-            result = await self.locks.run(self.request.session_id, attempt, pool=self.pool, wait_s=self.wait_s)
+            result = await self.locks.run(self.request.session_id, attempt, limiter=self.limiter, wait_s=self.wait_s)
         except BaseException as e:
             if not self.held and not self.locked.done():
                 self.locked.set_exception(e)

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx
 import orjson
 from starlette.applications import Starlette
@@ -37,9 +38,6 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
 from ..errors import HermesError, ProviderHTTPError, redact
-from ..gateway.fastpath import FastPath
-from ..gateway.http import ApiError, openai_error_response, read_body
-from ..gateway.threads import TurnThreads
 from ..logs import log_event
 from ..messages import Message
 from ..rejections import RetryState, learned_for, recover
@@ -47,6 +45,7 @@ from ..replay import Learned
 from ..resolve import Resolved, resolve
 from ..routes import ROUTES
 from ..routes import Route as Row
+from ..serving.http import ApiError, openai_error_response, read_body
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
 from .memory import ReasoningMemory, message_key, tenant_of
@@ -64,8 +63,6 @@ _HOP_BACK = frozenset({b"content-length", b"connection", b"keep-alive", b"transf
 _HOP_BACK_DECODED = _HOP_BACK | {b"content-encoding"}
 """The same when the body was decoded here: its encoding is not relayed either."""
 _AUTH = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
-_FORWARDED = re.compile(r"/(?!ui/)(?P<route>[^/]+)/(?P<rest>.*)")
-"""The catch-all route's own pattern (``/{route}/{rest:path}``), the web view's mount left out."""
 _TARGETS_MAX = 1024
 """Resolved (route, upstream, model) targets a proxy remembers; a client names the model."""
 
@@ -117,9 +114,8 @@ class Proxy:
         self.writes: set[asyncio.Task[None]] = set()
         self._learned: dict[tuple[str, str, str], tuple[float, Learned]] = {}
         self._targets: dict[tuple[str, str, str], Resolved] = {}
-        self.writer = TurnThreads(8, name="hermes-memory")
-        """Writes recorded turns to the memory store: a call is one queue put and one loop
-        callback (``anyio.to_thread`` cost a tenth of the proxy's CPU per request)."""
+        self.writer = anyio.CapacityLimiter(8)
+        """Threads writing recorded turns to the memory store at once."""
 
     # --- routing ------------------------------------------------------------------------
     def row(self, name: str) -> tuple[Row, str]:
@@ -227,7 +223,7 @@ class Proxy:
 
         async def write() -> None:
             try:
-                await self.writer.submit(partial(self.memory.remember, tenant, key, msg))
+                await anyio.to_thread.run_sync(partial(self.memory.remember, tenant, key, msg), limiter=self.writer)
             except Exception as e:  # the client gets its answer anyway; say why nothing was kept
                 rec.recorded = False
                 log_event("proxy_error", route=rec.route, error=redact(f"cannot record: {type(e).__name__}: {e}"))
@@ -362,7 +358,7 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
     Wrapped in the gateway's browser guard (``Host`` allowlist against DNS rebinding, foreign
     ``Origin`` refused): a web page must not reach a provider, or this machine's keys with
     ``--env-keys``, through the proxy."""
-    from ..gateway.guard import Guard, allowed_hosts
+    from ..serving.guard import HostOriginGuard, allowed_hosts
 
     proxy = Proxy(memory, ledger, options or ProxyOptions())
 
@@ -390,13 +386,12 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
         yield
         while proxy.writes:  # every recording reaches the store before the process ends
             await asyncio.gather(*list(proxy.writes), return_exceptions=True)
-        proxy.writer.shutdown()
         await proxy.client.aclose()
         await proxy.upstreams.aclose()
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     opts = proxy.options
-    guard = Middleware(Guard, hosts=allowed_hosts(opts.bound_host, opts.allowed_hosts), origins=opts.allowed_origins)
+    guard = Middleware(HostOriginGuard, hosts=allowed_hosts(opts.bound_host, opts.allowed_hosts), origins=opts.allowed_origins)
     from ..ui import create_ui
 
     # The web view (docs/ui.md) before the catch-all route: the proxy has no token, so its pages
@@ -404,6 +399,6 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
     app = Starlette(routes=[Route("/healthz", healthz, methods=["GET"]),
                             Mount("/ui", app=create_ui(ledger)),
                             Route("/{route}/{rest:path}", forward, methods=methods)], lifespan=lifespan,
-                    middleware=[guard, Middleware(FastPath, handler=forward, pattern=_FORWARDED)])
+                    middleware=[guard])
     app.state.proxy = proxy
     return app

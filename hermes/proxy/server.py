@@ -11,7 +11,8 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError
-from ..gateway.server import bind, guarded_protocol, is_loopback, run_announced
+from ..serving.listen import bind, is_loopback, run_announced
+from ..serving.protocol import server_config
 from .app import ProxyOptions, create_app
 
 __all__ = ["Background", "check_env_keys", "serve"]
@@ -21,14 +22,9 @@ _MAX_CONNECTIONS = 1024
 
 
 def _config(app: Any, log_level: str) -> Any:
-    """uvicorn as the gateway runs it: header deadline and connection cap against slow clients,
-    the peer's own address (no ``X-Forwarded-For``; see ``gateway.server.uvicorn_config``)."""
-    import uvicorn
-
-    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", limit_concurrency=None,
-                          proxy_headers=False, timeout_graceful_shutdown=5,
-                          http=guarded_protocol(_HEADER_TIMEOUT_S, _MAX_CONNECTIONS),
-                          timeout_keep_alive=int(_HEADER_TIMEOUT_S))
+    """uvicorn as the gateway runs it (``serving.protocol``)."""
+    return server_config(app, header_timeout_s=_HEADER_TIMEOUT_S, max_connections=_MAX_CONNECTIONS,
+                         log_level=log_level, graceful_s=5)
 
 
 def check_env_keys(host: str, env_keys: bool) -> None:

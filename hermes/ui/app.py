@@ -26,8 +26,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from ..errors import StoreError, redact, register_secret
-from ..gateway.http import ApiError, AuthThrottle
 from ..logs import LOG_NAME, read_log
+from ..serving.http import ApiError, AuthThrottle
 from .auth import COOKIE, Guard, safe_next
 from .cells import row_cells
 from .data import live_record, request_matrix, session_records, session_rows, timeline

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from ..gateway.guard import host_name
-from ..gateway.http import ApiError, require_auth
-from ..gateway.server import is_loopback
+from ..serving.guard import host_name
+from ..serving.http import ApiError, require_auth
+from ..serving.listen import is_loopback
 
 __all__ = ["COOKIE", "Guard", "is_loopback_host", "safe_next"]
 

@@ -49,7 +49,7 @@ def test_rebinding_cross_site_and_text_plain_are_refused(tmp_path: Path) -> None
         for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "LOCALHOST"):
             assert c.get("/healthz", headers={"host": host}).status_code == 200, host
         assert _count(home) == 2
-        # a turn's route is served below Starlette's router (gateway/fastpath.py): guarded alike
+        # a turn's route is guarded alike
         turn = f"/v1/sessions/{r.json()['id']}/messages"
         hi = b'{"content": "hi"}'
         r = c.post(turn, content=hi, headers={"origin": "https://attacker.example", "content-type": "application/json"})

@@ -23,9 +23,9 @@ import threading
 import time
 from typing import IO
 
-from ..cpus import cpu_for
 from ..errors import ConfigError
-from .server import bind
+from .cpus import cpu_for
+from .listen import bind
 
 __all__ = ["run_workers"]
 

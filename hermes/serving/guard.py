@@ -1,4 +1,4 @@
-"""Who may talk to the gateway from a browser: the ``Host`` allowlist and the ``Origin`` check.
+"""Who may talk to a Hermes server from a browser: the ``Host`` allowlist and the ``Origin`` check.
 
 A gateway on loopback without a token trusts its callers, and a web page is a caller too:
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from .http import error_response
 
-__all__ = ["Guard", "allowed_hosts", "host_name"]
+__all__ = ["HostOriginGuard", "allowed_hosts", "host_name"]
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARDS = ("", "0.0.0.0", "::")
@@ -50,7 +50,7 @@ def allowed_hosts(bound: str, extra: Iterable[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-class Guard:
+class HostOriginGuard:
     """ASGI middleware: 421 for an unknown ``Host``, 403 for a foreign ``Origin``."""
 
     def __init__(self, app: Any, *, hosts: frozenset[str], origins: Iterable[str]) -> None:

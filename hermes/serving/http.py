@@ -1,9 +1,9 @@
-"""HTTP plumbing shared by the gateway endpoints: the error shape, auth, bounded JSON bodies.
+"""HTTP plumbing every server here shares: the error shape, bearer auth with a throttle, bounded JSON bodies.
 
 Every error is ``{"error": {"type": ..., "message": ...}}`` with a fixed ``type`` vocabulary
 (``unauthorized``, ``invalid_request``, ``not_found``, ``too_large``, ``busy``,
 ``provider_error``, ``provider_auth``, ``rate_limited``, ``timeout``, ``not_implemented``,
-``internal``, ...) so clients can branch on it; the OpenAI facade answers in OpenAI's own
+``internal``, ...) so clients can branch on it; OpenAI-shaped endpoints answer in OpenAI's own
 error shape (``openai_error_response``), keeping that ``type`` as ``code``. Messages are
 passed through ``errors.redact`` so no key the server knows can leak into a response.
 """
@@ -18,21 +18,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..compaction import CompactionError
-from ..errors import (
-    ConfigError,
-    HermesError,
-    HistoryError,
-    ProviderError,
-    ProviderHTTPError,
-    RouteError,
-    StoreError,
-    redact,
-)
-from .locks import Busy
+from ..errors import redact
 
-__all__ = ["ApiError", "AuthThrottle", "answer_error", "body_late", "error_response", "field", "from_exception",
-           "json_response", "openai_error_response", "read_body", "read_json", "require_auth", "token_ok"]
+__all__ = ["ApiError", "AuthThrottle", "body_late", "error_response", "field", "json_response",
+           "openai_error_response", "read_body", "read_json", "require_auth", "token_ok"]
 
 
 class ApiError(Exception):
@@ -55,41 +44,6 @@ def error_response(status: int, type_: str, message: str, headers: dict[str, str
     return json_response({"error": {"type": type_, "message": redact(message)}}, status, headers)
 
 
-def from_exception(e: BaseException) -> ApiError:
-    """Map what a turn or a store call raised to an HTTP error."""
-    if isinstance(e, ApiError):
-        return e
-    if isinstance(e, Busy):
-        return ApiError(409, "busy", f"session {e.args[0]} is running another turn; try again")
-    if isinstance(e, StoreError) and str(e).startswith("unknown session"):
-        return ApiError(404, "not_found", str(e))
-    if isinstance(e, ProviderHTTPError):
-        return _provider_status(e)
-    if isinstance(e, ProviderError):
-        return ApiError(502, "provider_error", str(e))
-    if isinstance(e, ConfigError | RouteError | HistoryError | CompactionError):  # the request or session, not us
-        hint = f" ({e.hint})" if getattr(e, "hint", "") else ""
-        return ApiError(400, "invalid_request", f"{e}{hint}")
-    if isinstance(e, HermesError):
-        return ApiError(500, "internal", str(e))
-    return ApiError(500, "internal", f"{type(e).__name__}: {e}")
-
-
-def _provider_status(e: ProviderHTTPError) -> ApiError:
-    """A provider's 4xx stays a 4xx (a client must not retry a request the provider refused:
-    the official SDKs retry every 5xx, and each retry would be another turn); its 401/403 is
-    this server's key being refused, so the client gets 403, not a 401 that blames its token.
-    5xx, and a provider's own 408 timeout, are 502: the provider failed, not the request."""
-    msg = f"provider returned HTTP {e.status}: {e}"
-    if e.status in (401, 403):
-        return ApiError(403, "provider_auth", f"{msg} (the provider refused this server's key)")
-    if 400 <= e.status < 500 and e.status != 408:
-        retry = {k.lower(): v for k, v in e.headers.items()}.get("retry-after")
-        headers = {"retry-after": retry} if e.status == 429 and retry else {}
-        return ApiError(e.status, "rate_limited" if e.status == 429 else "provider_error", msg, headers)
-    return ApiError(502, "provider_error", msg)
-
-
 _OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                  404: "not_found_error", 408: "timeout_error", 409: "conflict_error", 413: "invalid_request_error",
                  415: "invalid_request_error", 421: "invalid_request_error", 422: "invalid_request_error",
@@ -102,19 +56,6 @@ def openai_error_response(err: ApiError) -> Response:
     kind = _OPENAI_TYPES.get(err.status, "api_error" if err.status >= 500 else "invalid_request_error")
     return json_response({"error": {"message": redact(err.message), "type": kind, "param": None, "code": err.type}},
                          err.status, err.headers)
-
-
-def answer_error(e: BaseException, path: str, *, openai: bool = False) -> Response:
-    """What an endpoint answers when ``e`` was raised: its status and type, in our shape or
-    OpenAI's; an internal error is logged (redacted) as well."""
-    err = from_exception(e)
-    if err.status >= 500 and err.type == "internal":
-        from ..logs import log_event
-
-        log_event("gateway_error", path=path, error=redact(f"{type(e).__name__}: {e}"))
-    if openai:
-        return openai_error_response(err)
-    return error_response(err.status, err.type, err.message, err.headers)
 
 
 def token_ok(header: str, token: str) -> bool:

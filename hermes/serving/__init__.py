@@ -1,0 +1,1 @@
+"""Serving plumbing the gateway, the proxy and the web view share: bind and loopback policy, uvicorn with header deadlines and a connection cap, the Host/Origin guard, auth, bounded bodies, API errors, worker processes and CPU pinning."""
