@@ -60,3 +60,32 @@ def test_without_a_default_route_the_error_says_what_to_do(tmp_path: Path) -> No
         with pytest.raises(openai.BadRequestError) as e:
             client.chat.completions.create(model="hermes", messages=[{"role": "user", "content": "x"}])
     assert "X-Hermes-Session" in e.value.message and "config.toml" in e.value.message
+
+
+def test_history_without_a_session_and_client_tools_are_refused_not_dropped(
+        emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36 item 10: an agent framework that sends its own history or its own tools gets a
+    400 saying what to do, in OpenAI's shape, and nothing is stored."""
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-facade-test-0001")
+    monkeypatch.chdir(tmp_path)
+    cfg = Config(provider="deepseek", model="deepseek-v4-pro", base_url=emulator.url("deepseek"))
+    history = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "an answer"},
+               {"role": "user", "content": "second"}]
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
+    with gateway(tmp_path / "gw", cfg) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="hermes", messages=history)  # type: ignore[arg-type]
+        assert "X-Hermes-Session" in e.value.message and "hermes proxy" in e.value.message
+        assert e.value.body["type"] == "invalid_request_error"  # type: ignore[index]
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="hermes", messages=[{"role": "user", "content": "x"}],
+                                           tools=[tool])  # type: ignore[list-item]
+        assert "tools" in e.value.message and "hermes proxy" in e.value.message
+        raw = client.chat.completions.with_raw_response.create(
+            model="hermes", messages=[{"role": "user", "content": "first"}])
+        kept = client.with_options(default_headers={"X-Hermes-Session": raw.headers["x-hermes-session"]})
+        answer = kept.chat.completions.create(model="hermes", messages=history)  # type: ignore[arg-type]
+        assert "'second'" in (answer.choices[0].message.content or "")
+    with sqlite3.connect(tmp_path / "gw" / "state.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 1

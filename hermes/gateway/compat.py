@@ -2,8 +2,10 @@
 
 An existing OpenAI client keeps sending its whole ``messages`` list, but the session already
 holds the history *and the reasoning* the client never saw, so only the **last user message**
-is taken, as the new user turn; everything else in the request is ignored (the server's
-history wins). The session is named by ``X-Hermes-Session``; without it a new session is
+is taken, as the new user turn (the server's history wins). Without ``X-Hermes-Session``, a
+request that carries earlier assistant or tool messages is refused (400): that history would
+be lost. Client ``tools`` are refused too: the server runs its own toolbox and returns no tool
+calls (``hermes proxy`` is for client-side tool loops). The session is named by ``X-Hermes-Session``; without it a new session is
 created on the server's default route (config.toml ``provider``/``model``, or the alias named
 by ``model``) and its id comes back in the ``X-Hermes-Session`` response header. ``model`` is
 echoed back; it never switches an existing session's route, and a client can never name a
@@ -132,8 +134,26 @@ def _first_use_session(state: Any, model: str | None) -> str:
     return state.runtime.create(resolved, title="openai facade")
 
 
+def refuse_client_loop(body: dict[str, Any], sid: str) -> None:
+    """400 for what the facade would otherwise drop in silence: a client's own ``tools`` (the
+    server runs its own toolbox), or history without a session to hold it."""
+    if body.get("tools") or body.get("functions"):
+        raise ApiError(400, "invalid_request", "this facade runs the server's own tools and cannot return tool "
+                                               "calls to the client: drop 'tools', or use `hermes proxy` for a "
+                                               "client-side tool loop")
+    messages = body.get("messages")
+    if not sid and isinstance(messages, list) and any(
+            isinstance(m, dict) and m.get("role") in ("assistant", "tool", "function") for m in messages):
+        raise ApiError(400, "invalid_request", "the messages carry earlier turns but no X-Hermes-Session header "
+                                               "names their session, so that history would be lost: send the "
+                                               "X-Hermes-Session the first answer returned (or create one with "
+                                               "POST /v1/sessions), or use `hermes proxy` for a client that keeps "
+                                               "its own history")
+
+
 async def chat_completions(state: Any, request: Request) -> Response:
     body = await read_json(request, state.options.max_body, timeout_s=state.options.body_timeout_s)
+    refuse_client_loop(body, request.headers.get(HEADER) or "")
     text = last_user_text(body.get("messages"))
     stream = body.get("stream") is True
     options = body.get("stream_options")
