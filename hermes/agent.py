@@ -26,7 +26,10 @@ from .tools import Toolbox
 from .transport import Transport
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .compactor import AutoCompactor, CompactContext
+    from .rejections.values import ValueRule
     from .store import SessionStore
 
 __all__ = ["Agent", "TurnResult"]
@@ -85,7 +88,7 @@ class Agent:
         """One user turn. ``history``: the stored history when the caller already holds it
         (``hermes.hot``); else it is loaded."""
         from .kept import keep, restore
-        from .rejections import RetryState, learned_for, recover
+        from .rejections import RetryState, learned_for, recover, values_for
 
         if history is None:
             history = self.store.load(session_id)
@@ -99,13 +102,14 @@ class Agent:
             # the last) and again after a refusal taught something: the restore, the preflight
             # estimate and the request all plan with the same lessons
             learned = learned_for(self.store, session_id, resolved)
+            values = values_for(self.store, resolved)
             restore(self.cache, self.store, session_id, resolved, learned)  # kept results, once per context
             if self.compactor is not None and ctx is not None:
                 history = self.compactor.before_request(ctx, resolved, history, pending, learned=learned)
             retry = RetryState()
             while True:
                 try:
-                    ex = self._request(session_id, resolved, [*history, *pending], learned, step)
+                    ex = self._request(session_id, resolved, [*history, *pending], learned, step, values)
                     break
                 except ProviderHTTPError as err:
                     note = recover(self.store, session_id, resolved, err, retry)
@@ -114,6 +118,7 @@ class Agent:
                     result.learned.append(note)
                     self._emit(Learned(note))
                     learned = learned_for(self.store, session_id, resolved)
+                    values = values_for(self.store, resolved)
             if self.compactor is not None and ctx is not None:
                 self.compactor.after_request(ctx, resolved, ex)
             assistant = ex.response.message
@@ -138,7 +143,7 @@ class Agent:
         return result
 
     def _request(self, session_id: str, resolved: Resolved, history: list[Message], learned: Any,
-                 step: int) -> Exchange:
+                 step: int, values: Sequence[ValueRule] = ()) -> Exchange:
         started = time.monotonic()
         if self.transport is None:  # one HTTP client for the whole conversation (TLS setup is slow)
             self.transport = Transport()
@@ -151,7 +156,7 @@ class Agent:
         try:
             ex = complete(resolved, history, tools=self.toolbox.specs, settings=self.settings, learned=learned,
                           stream=self.stream, api_key=self.api_key, transport=self.transport, on_delta=on_delta,
-                          cache=self.cache)
+                          cache=self.cache, values=values)
         except ProviderHTTPError as e:
             plan = e.attempt.plan if e.attempt is not None else None  # what it carried, for the request matrix
             carried = {k: v for k, v in plan_summary(plan).items() if k in ("window", "turns", "kinds", "reasons")} if plan else {}

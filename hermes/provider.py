@@ -16,6 +16,7 @@ import orjson
 from .errors import ProviderHTTPError, StreamError
 from .keys import auth_headers, find_key
 from .messages import Message
+from .rejections.values import ValueRule, apply_values
 from .replay import BuildMemo, Learned, ReplayPlan, Settings, plan_replay, render_with
 from .replay.memo import render_context
 from .resolve import Resolved
@@ -181,14 +182,18 @@ def complete(
     on_delta: Callable[[Delta], None] | None = None,
     body_hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     cache: BuildMemo | None = None,
+    values: Sequence[ValueRule] = (),
 ) -> Exchange:
     """Send one request built from ``history`` to ``resolved`` and fold the answer.
 
     ``cache`` (the conversation's ``BuildMemo``) lets a request rebuilt after each tool step
-    reuse the plans and renders of the messages it already built."""
+    reuse the plans and renders of the messages it already built; ``values``: the route's
+    value lessons (``rejections.values_for``), applied to the body's top-level parameters."""
     wire = get_wire(resolved.route.wire)
     plan = plan_replay(history, resolved, learned, settings, cache=cache)
     body = build_body(wire, plan, tools=tools, settings=settings, stream=stream, memo=cache)
+    if values:
+        body = apply_values(body, values)
     if body_hook is not None:
         body = body_hook(plain(body))
     key = find_key(resolved.route, api_key)

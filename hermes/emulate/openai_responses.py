@@ -102,7 +102,17 @@ def _item_type(item: Mapping[str, Any]) -> str:
     return str(t)
 
 
-def _validate(state: EmulatorState, name: str, body: Mapping[str, Any]) -> None:
+UNVERIFIED = "unverified"
+"""An API key containing this stands for an organisation that is not verified: reasoning
+summaries are refused with OpenAI's real body (OpenHands software-agent-sdk issue 987)."""
+
+
+def _validate(state: EmulatorState, name: str, body: Mapping[str, Any], *, verified: bool = True) -> None:
+    if not verified and (body.get("reasoning") or {}).get("summary"):
+        raise _Bad("Your organization must be verified to generate reasoning summaries. Please go to: "
+                   "https://platform.openai.com/settings/organization/general and click on Verify Organization. "
+                   "If you just verified, it can take up to 15 minutes for access to propagate.",
+                   param="reasoning.summary", code="unsupported_value")
     rejected = state.control(name).reject_fields
     for key in body:
         if key not in TOP_LEVEL or key in rejected:
@@ -438,7 +448,7 @@ def build(state: EmulatorState, name: str) -> Starlette:
             return JSONResponse(_Bad("Invalid body: expected an object.", param=None, code=None).body,
                                 status_code=400)
         try:
-            _validate(state, name, body)
+            _validate(state, name, body, verified=UNVERIFIED not in request.headers.get("authorization", ""))
         except _Bad as e:
             return JSONResponse(e.body, status_code=e.status)
         response = _respond(state, name, body)

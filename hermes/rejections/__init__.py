@@ -15,7 +15,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .ledger import SESSION_KEY, RetryState, forget, learned_for, recover, remember, route_id
+from .ledger import (
+    SESSION_KEY,
+    RetryState,
+    forget,
+    learned_for,
+    recover,
+    remember,
+    route_id,
+    values_for,
+)
+from .values import ValueRule, apply_values
 from .vocabulary import CARRIERS, Mention, is_signature_rejection, mentions
 
 if TYPE_CHECKING:
@@ -27,6 +37,8 @@ __all__ = [
     "Lesson",
     "Mention",
     "RetryState",
+    "ValueRule",
+    "apply_values",
     "classify",
     "forget",
     "is_signature_rejection",
@@ -35,6 +47,7 @@ __all__ = [
     "recover",
     "remember",
     "route_id",
+    "values_for",
 ]
 
 

@@ -17,18 +17,20 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ProviderHTTPError
 from ..replay import Learned
 from ..resolve import Resolved
+from .values import PARAMS, ValueRule, refused_value
 from .vocabulary import CARRIERS
 
 if TYPE_CHECKING:
     from ..store import SessionStore
     from .classifier import Lesson
 
-__all__ = ["SESSION_KEY", "RetryState", "forget", "learned_for", "recover", "remember", "route_id"]
+__all__ = ["SESSION_KEY", "RetryState", "forget", "learned_for", "recover", "remember", "route_id", "values_for"]
 
 SESSION_KEY = "reasoning_rejections"
 KIND_DROPPED = "rejected_carriers"
 KIND_SUPPRESSED = "suppressed_blobs"
 KIND_ECHO = "must_echo"
+KIND_VALUES = "refused_values"
 
 
 @dataclass(slots=True)
@@ -61,6 +63,31 @@ def learned_for(store: SessionStore, session_id: str | None, target: Resolved) -
     if target.route.must_echo or echo:
         dropped.discard("reasoning_content")
     return Learned(frozenset(dropped), frozenset(suppressed), echo)
+
+
+def values_for(store: SessionStore, target: Resolved) -> tuple[ValueRule, ...]:
+    """The value lessons of (provider, host, model), from the capability ledger."""
+    stored = store.capabilities(target.route.key, target.host, target.model).get(KIND_VALUES) or {}
+    if not isinstance(stored, Mapping):
+        return ()
+    return tuple(ValueRule(path, tuple(r.get("allowed") or ()), tuple(r.get("refused") or ()), bool(r.get("omit")))
+                 for path, r in sorted(stored.items()) if path in PARAMS.values() and isinstance(r, Mapping))
+
+
+def _learn_value(store: SessionStore, target: Resolved, err: ProviderHTTPError) -> ValueRule | None:
+    """Persist what a value refusal teaches; None when it teaches nothing new."""
+    rule = refused_value(err.status, err.body)
+    if rule is None:
+        return None
+    known = {r.path: r for r in values_for(store, target)}
+    merged = known[rule.path].merged(rule) if rule.path in known else rule
+    if known.get(rule.path) == merged:
+        return None
+    table = {r.path: {"allowed": list(r.allowed), "refused": list(r.refused), "omit": r.omit}
+             for r in {**known, rule.path: merged}.values()}
+    store.learn(target.route.key, target.host, target.model, KIND_VALUES, table,
+                {"status": err.status, "error": " ".join(err.body.split())[:300], "time": time.time()})
+    return merged
 
 
 def remember(store: SessionStore, session_id: str | None, target: Resolved, lesson: Lesson, status: int) -> None:
@@ -118,7 +145,20 @@ def recover(store: SessionStore, session_id: str | None, target: Resolved, err: 
 
     lesson = classify(err.status, err.body, err.attempt).without(learned_for(store, session_id, target))
     if not lesson:
-        return None
+        rule = _learn_value(store, target, err)
+        if rule is None:
+            return None
+        retry.retried = True
+        how = "leaving it out" if rule.omit or not (rule.allowed or rule.refused) else (
+            f"allowed: {', '.join(rule.allowed)}" if rule.allowed else f"not {', '.join(rule.refused)}")
+        note = (f"{target.model} on {target.route.key} ({target.host}) refused a value of {rule.path} — "
+                f"retrying with the nearest it takes ({how}) for this model.")
+        from ..logs import log_event
+
+        log_event("learned", session=session_id, route=target.route.key, host=target.host, model=target.model,
+                  values=rule.path, status=err.status, error=" ".join(err.body.split())[:300])
+        retry.notes.append(note)
+        return note
     retry.retried = True
     remember(store, session_id, target, lesson, err.status)
     if lesson.echo:
