@@ -40,6 +40,8 @@ from hermes.stream import Accumulator, Response
 CASE_DIR = Path(os.environ.get("HERMES_REALWORLD_CASES") or Path(__file__).parent / "realworld" / "cases")
 CASE_FILES = sorted(CASE_DIR.glob("*/*.json"))
 CASES = [json.loads(p.read_text()) for p in CASE_FILES]
+if not CASES and os.environ.get("HERMES_REALWORLD_REQUIRED"):  # CI: the corpus is beside it, so it must be read
+    raise RuntimeError(f"HERMES_REALWORLD_REQUIRED is set but {CASE_DIR} holds no cases")
 if not CASES:  # the recordings are public data we may not commit: each checkout builds its own copy
     pytest.skip(f"no real-world cases in {CASE_DIR}: build them with tests/realworld/extract.py from the "
                 "public checkouts named in tests/realworld/SOURCES.md (or set HERMES_REALWORLD_CASES)",
