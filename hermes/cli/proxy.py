@@ -34,6 +34,8 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--memory-days", type=click.FloatRange(0.0001), help="Days a recording can be restored (default 7).")
 @click.option("--max-body", default=64 << 20, show_default=True, type=click.IntRange(1024),
               help="Largest request body in bytes (413 beyond).")
+@click.option("--max-upstream-body", default=64 << 20, show_default=True, type=click.IntRange(1024),
+              help="Largest upstream answer in bytes the proxy reads or relays (502, or a cut stream, beyond).")
 @click.option("--env-keys", is_flag=True,
               help="Add the route's key from this environment when a client sends none (loopback only).")
 @click.option("--dry-run", "dry_run", type=click.Path(dir_okay=False, path_type=Path),
@@ -49,7 +51,8 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_mb: float | None,
-          memory_days: float | None, max_body: int, env_keys: bool, dry_run: Path | None, route: str | None,
+          memory_days: float | None, max_body: int, max_upstream_body: int, env_keys: bool, dry_run: Path | None,
+          route: str | None,
           api_key_env: str | None, workers: int, listen_fd: int | None, pin: bool, pin_cpu: int | None,
           log_level: str) -> None:
     """An OpenAI Chat Completions proxy that gives every assistant message back its reasoning.
@@ -83,7 +86,8 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     bounds = Bounds(max_bytes=int((memory_mb or cfg.memory_mb) * (1 << 20)),
                     max_age_s=(memory_days or cfg.memory_days) * 86400.0)
     bound = host or cfg.host
-    options = ProxyOptions(upstreams=upstreams, max_body=max_body, env_keys=env_keys,
+    options = ProxyOptions(upstreams=upstreams, max_body=max_body, max_upstream_body=max_upstream_body,
+                           env_keys=env_keys,
                            table=load_table(routes_path()), bound_host=bound,
                            allowed_hosts=config.allowed_hosts, allowed_origins=config.allowed_origins)
     if dry_run is not None:
@@ -102,6 +106,7 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
         open_store(config).close()  # a bad store URL or schema fails once, here, not in N workers
         run_workers(workers, bound, port, [
             *(a for u in upstream for a in ("--upstream", u)), "--max-body", str(max_body),
+            "--max-upstream-body", str(max_upstream_body),
             *(["--memory-mb", str(memory_mb)] if memory_mb else []),
             *(["--memory-days", str(memory_days)] if memory_days else []),
             *(["--env-keys"] if env_keys else []), "--log-level", log_level], command="proxy", suffix="/<route>",
@@ -130,6 +135,8 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
     from ..errors import HistoryError
     from ..proxy import open_memory
     from ..proxy.app import prepare, route_row
+    from ..rejections import learned_for
+    from ..resolve import resolve
     from ..serving.http import ApiError
     from ..store import open_store
 
@@ -156,7 +163,8 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
     store = open_store()
     memory = open_memory(store, bounds)
     try:
-        target, tenant, rw = prepare(body, row, upstream, headers, memory, store, options)
+        target = resolve(row.key, upstream, str(body["model"]), table=options.table)
+        target, tenant, rw = prepare(body, target, headers, memory.recall, learned_for(store, None, target))
     finally:
         memory.close()
         store.close()

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -51,18 +52,23 @@ from ..wire.openai_chat import endpoint
 from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
 from .rewrite import Rewrite, rewrite
-from .upstream import NoCookies, UpstreamError, UpstreamResponse, Upstreams, needs_env_proxy
+from .upstream import TooLarge, bounded, check_declared, make_client, read_bounded
 
 __all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
 
 _HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
-                  "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding"})
+                  "upgrade", "proxy-authorization", "proxy-connection", "accept-encoding", "expect"})
+"""Not forwarded: ``expect`` too (the proxy's server answered the client's ``100-continue``;
+the upstream gets the whole body at once)."""
 _HOP_BACK = frozenset({b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer",
-                       b"upgrade", b"proxy-connection"})
-"""The upstream's headers not relayed to the client, as ``_back`` meets them (raw bytes)."""
+                       b"upgrade", b"proxy-connection", b"date", b"server"})
+"""The upstream's headers not relayed to the client, as ``_back`` meets them (raw bytes);
+``date`` and ``server`` are the proxy's own server's."""
 _HOP_BACK_DECODED = _HOP_BACK | {b"content-encoding"}
 """The same when the body was decoded here: its encoding is not relayed either."""
 _AUTH = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+_DOTS = re.compile(r"(?:^|/|\\|%2f|%5c)(?:\.|%2e){1,2}(?:/|\\|%2f|%5c|$)", re.IGNORECASE)
+"""A ``.`` or ``..`` path segment, raw or percent-encoded in any case."""
 _TARGETS_MAX = 1024
 """Resolved (route, upstream, model) targets a proxy remembers; a client names the model."""
 
@@ -72,6 +78,8 @@ class ProxyOptions:
     upstreams: Mapping[str, str] = field(default_factory=dict)
     """route key → base URL to forward to instead of the row's ``base_url``."""
     max_body: int = 64 << 20
+    max_upstream_body: int = 64 << 20
+    """The most the proxy reads or relays of one upstream answer (a 502, or a cut stream, past it)."""
     body_timeout_s: float = 30.0
     """A request body must arrive within this (a trickling client would hold a connection)."""
     timeout_s: float = 600.0
@@ -91,23 +99,13 @@ class ProxyOptions:
 
 
 class Proxy:
-    """Shared state: the upstream clients (``upstream.Upstreams`` for chat requests, ``httpx``
-    for the rest), the memory, the capability ledger."""
+    """Shared state: the upstream client, the memory, the capability ledger."""
 
     def __init__(self, memory: ReasoningMemory, ledger: Any, options: ProxyOptions) -> None:
         self.memory = memory
         self.ledger = ledger
         self.options = options
-        self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(options.timeout_s, connect=30.0),
-            # idle upstream connections are dropped before common 5 s server keep-alives end,
-            # so a reused one is not closed under a request
-            # few kept: its pool checks each one it holds on every request (chat requests, the
-            # traffic, go through ``self.upstreams``)
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=16, keepalive_expiry=4.0),
-            cookies=NoCookies(), follow_redirects=False)
-        self.upstreams = Upstreams(timeout_s=options.timeout_s)
-        self._via_env: dict[str, bool] = {}
+        self.client = make_client(options.timeout_s)
         self._rows: dict[str, tuple[Row, str]] = {}
         self.pending: dict[tuple[str, str], Message] = {}
         """(tenant, key) → turns recorded but not yet written to ``memory``."""
@@ -147,21 +145,21 @@ class Proxy:
         model = body.get("model") if isinstance(body, dict) else None
         if not isinstance(model, str) or not model or not isinstance(body, dict):
             return await self.relay(request.method, url, headers, raw)  # the upstream says what is wrong
-        target, tenant, rw = prepare(body, row, upstream, headers, self, self.ledger, self.options)
+        target, tenant, rw = self.prepare(body, row, upstream, headers)
         for k, v in endpoint(target)[1].items():
             headers.setdefault(k, v)
         resp = await self.send(url, headers, rw, raw)
         retry = RetryState()
+        limit = self.options.max_upstream_body
         if _may_learn(resp.status_code) and rw.plan is not None:
-            err = await resp.aread()
-            await resp.aclose()
+            err = await self.read(resp, url)
             sent = rw.body if rw.body is not None else body
             problem = ProviderHTTPError("upstream refused the request", status=resp.status_code,
                                         body=err.decode("utf-8", "replace"), route=target.route.key,
                                         attempt=chat_attempt(rw.plan, sent))
             if recover(self.ledger, None, target, problem, retry):
                 self._learned.clear()
-                target, tenant, rw = prepare(body, row, upstream, headers, self, self.ledger, self.options)
+                target, tenant, rw = self.prepare(body, row, upstream, headers)
                 resp = await self.send(url, headers, rw, raw)
             else:
                 self.log(target, tenant, rw, resp.status_code, t0, bool(body.get("stream")), retry)
@@ -170,45 +168,54 @@ class Proxy:
         stream = bool(body.get("stream"))
         done = BackgroundTask(self.log_after, rec, target, tenant, rw, resp.status_code, t0, stream, retry)
         if "text/event-stream" not in resp.headers.get("content-type", ""):
-            content = await resp.aread()
-            await resp.aclose()
+            content = await self.read(resp, url)
             if resp.status_code == 200:
                 rec.whole(content)
                 await self.stage(tenant, rec)
             return _back(Response(content, resp.status_code, background=done), resp.headers, decoded=True)
         ok = resp.status_code == 200 and resp.headers.get("content-encoding", "identity") == "identity"
+        await self.check(resp, url)
 
         async def relay() -> AsyncIterator[bytes]:
             staged = not ok
-            try:
-                async for chunk in resp.aiter_raw():
-                    if not staged:
-                        rec.feed(chunk)  # microseconds; remembered before the client can ask again
-                        if rec.finished:
-                            staged = True
-                            await self.stage(tenant, rec)
-                    yield chunk
-            finally:
-                await resp.aclose()
+            async for chunk in bounded(resp, limit):
+                if not staged:
+                    rec.feed(chunk)  # remembered before the client can ask again
+                    if rec.finished:
+                        staged = True
+                        await self.stage(tenant, rec)
+                yield chunk
 
         return _back(StreamingResponse(relay(), resp.status_code, background=done), resp.headers, decoded=False)
 
-    async def send(self, url: str, headers: dict[str, str], rw: Rewrite,
-                   raw: bytes) -> httpx.Response | UpstreamResponse:
-        """The chat request upstream: through ``upstream.Upstreams``, or ``httpx`` when the
-        environment names a proxy for the upstream (decided once per upstream)."""
-        content = raw if rw.body is None else orjson.dumps(rw.body)
-        where = url.split("/", 3)[2] if url.count("/") >= 3 else url
-        via_env = self._via_env.get(where)
-        if via_env is None:
-            via_env = self._via_env[where] = needs_env_proxy(url)
+    async def send(self, url: str, headers: dict[str, str], rw: Rewrite, raw: bytes) -> httpx.Response:
+        """The chat request upstream, as rewritten."""
+        return await self.forward("POST", url, headers, raw if rw.body is None else orjson.dumps(rw.body))
+
+    async def forward(self, method: str, url: str, headers: dict[str, str], content: bytes) -> httpx.Response:
+        """The one place a request goes upstream: the answer's head is in, its body not read yet."""
+        req = self.client.build_request(method, url, content=content or None, headers=headers)
         try:
-            if not via_env:
-                return await self.upstreams.post(url, headers, content)
-            req = self.client.build_request("POST", url, content=content, headers=headers)
             return await self.client.send(req, stream=True)
-        except (httpx.HTTPError, UpstreamError) as e:
+        except httpx.HTTPError as e:
             raise ApiError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
+
+    async def check(self, resp: httpx.Response, url: str) -> None:
+        """A 502 (and the answer dropped) when its declared length is past the bound."""
+        try:
+            check_declared(resp, self.options.max_upstream_body)
+        except TooLarge as e:
+            await resp.aclose()
+            raise ApiError(502, "upstream_too_large", f"{url}: {e}") from None
+
+    async def read(self, resp: httpx.Response, url: str) -> bytes:
+        """The whole answer, bounded (a 502 past ``max_upstream_body``)."""
+        try:
+            return await read_bounded(resp, self.options.max_upstream_body)
+        except TooLarge as e:
+            raise ApiError(502, "upstream_too_large", f"{url}: {e}") from None
+        except httpx.HTTPError as e:
+            raise ApiError(502, "upstream_unreachable", f"{url}: {type(e).__name__}: {e}") from None
 
     async def stage(self, tenant: str, rec: Recorder) -> None:
         """Remember the turn ``rec`` folded: visible to this process's next request at once
@@ -257,6 +264,8 @@ class Proxy:
         hit = self._learned.get(k)
         now = time.monotonic()
         if hit is None or now - hit[0] > 1.0:
+            if len(self._learned) >= _TARGETS_MAX:  # a client names the model: bounded like ``_targets``
+                self._learned.clear()
             hit = self._learned[k] = (now, learned_for(self.ledger, None, target))
         return hit[1]
 
@@ -283,20 +292,16 @@ class Proxy:
 
     # --- everything else ----------------------------------------------------------------
     async def relay(self, method: str, url: str, headers: dict[str, str], raw: bytes) -> Response:
-        req = self.client.build_request(method, url, content=raw or None, headers=headers)
-        try:
-            resp = await self.client.send(req, stream=True)
-        except httpx.HTTPError as e:
-            raise ApiError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
+        resp = await self.forward(method, url, headers, raw)
+        await self.check(resp, url)
+        body = bounded(resp, self.options.max_upstream_body)
+        return _back(StreamingResponse(body, resp.status_code), resp.headers, decoded=False)
 
-        async def body() -> AsyncIterator[bytes]:
-            try:
-                async for chunk in resp.aiter_raw():
-                    yield chunk
-            finally:
-                await resp.aclose()
-
-        return _back(StreamingResponse(body(), resp.status_code), resp.headers, decoded=False)
+    def prepare(self, body: dict[str, Any], row: Row, upstream: str,
+                headers: Mapping[str, str]) -> tuple[Resolved, str, Rewrite]:
+        model = str(body["model"])
+        target = self.target(row, upstream, model)
+        return prepare(body, target, headers, self.recall, self.learned(target))
 
 
 def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
@@ -317,15 +322,15 @@ def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
     return row, upstream.rstrip("/")
 
 
-def prepare(body: dict[str, Any], row: Row, upstream: str, headers: Mapping[str, str], memory: Any,
-            ledger: Any, options: ProxyOptions) -> tuple[Resolved, str, Rewrite]:
+Recall = Callable[[str, Sequence[str]], dict[str, Message]]
+"""(tenant, keys) → the recorded turns among keys: ``ReasoningMemory.recall`` or the proxy's."""
+
+
+def prepare(body: dict[str, Any], target: Resolved, headers: Mapping[str, str], recall: Recall,
+            learned: Learned) -> tuple[Resolved, str, Rewrite]:
     """(target, tenant, rewrite) for one chat request: what the proxy and ``--dry-run`` share."""
-    model = str(body["model"])
-    target = memory.target(row, upstream, model) if hasattr(memory, "target") else resolve(
-        row.key, upstream, model, table=options.table)
-    tenant = tenant_of(headers, row.key)
-    learned = memory.learned(target) if hasattr(memory, "learned") else learned_for(ledger, None, target)
-    rw = rewrite(body, target, partial(memory.recall, tenant), learned)
+    tenant = tenant_of(headers, target.route.key)
+    rw = rewrite(body, target, partial(recall, tenant), learned)
     return target, tenant, rw
 
 
@@ -366,6 +371,9 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
         try:
             row, upstream = proxy.row(request.path_params["route"])
             rest = request.path_params["rest"]
+            if _DOTS.search(request.scope.get("raw_path", b"").decode("latin-1")) or _DOTS.search(rest):
+                raise ApiError(400, "invalid_request", "a path with '.' or '..' segments would leave the "
+                               "route's upstream prefix")
             # the raw query from the scope: ``request.url`` builds a whole URL object (host header
             # parsed, parts joined) for this one part, ~35 µs of every proxied request
             query = request.scope.get("query_string", b"")
@@ -387,7 +395,6 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
         while proxy.writes:  # every recording reaches the store before the process ends
             await asyncio.gather(*list(proxy.writes), return_exceptions=True)
         await proxy.client.aclose()
-        await proxy.upstreams.aclose()
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     opts = proxy.options
