@@ -93,3 +93,29 @@ def test_expect_100_continue_never_hands_one_client_anothers_answer(tmp_path: Pa
         proc.terminate()
         proc.wait(timeout=10)
         srv.close()
+
+
+def test_dot_segments_never_leave_the_upstream_prefix(tmp_path: Path) -> None:
+    """Issue 32 item 6: ``..`` raw or percent-encoded (any case) is a 400, never forwarded."""
+    srv, port = _upstream()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}, "HERMES_HOME": str(tmp_path)}
+    out = tmp_path / "proxy.out"
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "proxy", "--port", "0", "--upstream",
+                             f"deepseek=http://127.0.0.1:{port}/v1"], env=env, stdout=out.open("wb"),
+                            stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while "listening on " not in (out.read_text() if out.exists() else ""):
+            assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
+            time.sleep(0.05)
+        root = out.read_text().split("listening on ", 1)[1].split()[0].replace("/<route>", "")
+        host, _, p = root.removeprefix("http://").partition(":")
+        for path in ("/deepseek/..%2F..%2Fadmin/x", "/deepseek/%2E%2e/admin", "/deepseek/a/%2e%2e%2fadmin"):
+            with socket.create_connection((host, int(p)), timeout=10) as c:
+                c.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+                answer = c.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 400"), (path, answer[:200])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        srv.close()
