@@ -20,46 +20,20 @@ import random
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout, not an installed copy
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the fuzz harness is test code
 
-from fuzzing import TARGETS, Outcome, Target, capture_corpus, check
+from fuzzing import SEED, SEED_VAR, TARGETS, Outcome, Target, capture_corpus, check, report, where
 
-__all__ = ["main", "shrink"]
-
-
-def shrink(target: Target, data: bytes, outcome: Outcome, budget_s: float = 20.0) -> bytes:
-    """A shorter input that still fails with the same exception type (greedy chunk deletion)."""
-    want = type(outcome.error)
-    deadline = time.monotonic() + budget_s
-    chunk = max(1, len(data) // 2)
-    while chunk >= 1 and time.monotonic() < deadline:
-        i, changed = 0, False
-        while i < len(data) and time.monotonic() < deadline:
-            cand = data[:i] + data[i + chunk:]
-            o = check(target, cand, seconds=2.0)
-            if o.kind == "unexpected" and type(o.error) is want:
-                data, changed = cand, True
-            else:
-                i += chunk
-        if not changed:
-            chunk //= 2
-    return data
-
-
-def _where(e: BaseException) -> str:
-    tb = traceback.extract_tb(e.__traceback__)
-    last = tb[-1] if tb else None
-    return f"{Path(last.filename).name}:{last.lineno}" if last else "?"
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=1.0, help="total run time, split between targets")
-    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--seed", type=int, default=SEED, help=f"replay a run (default: ${SEED_VAR} or fresh)")
     ap.add_argument("--only", action="append", help="run only this target (repeatable)")
     args = ap.parse_args(argv)
 
@@ -73,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"seeds captured from the emulators in {time.monotonic() - t0:.1f}s "
           f"({sum(len(v) for v in corpus.values())} payloads); seed {args.seed}")
     per_target = args.minutes * 60 / len(targets)
-    rows, failures = [], []
+    rows: list[tuple[str, int, int, int, int]] = []
+    failures: list[tuple[Target, bytes, Outcome]] = []
     for target in targets:
         rnd = random.Random(f"{args.seed}:{target.name}")
         counts = {"ok": 0, "refused": 0, "unexpected": 0}
@@ -84,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             outcome = check(target, data)
             counts[outcome.kind] += 1
             if outcome.kind == "unexpected" and outcome.error is not None:
-                key = (type(outcome.error).__name__, _where(outcome.error))
+                key = (type(outcome.error).__name__, where(outcome.error))
                 if key not in seen:  # one reproducer per distinct failure site
                     seen.add(key)
                     failures.append((target, data, outcome))
@@ -95,10 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, n, ok, refused, bad in rows:
         print(f"{name:<{w}}  {n:>9}  {ok:>9}  {refused:>9}  {bad:>10}")
     for target, data, outcome in failures:
-        small = shrink(target, data, outcome)
-        e = outcome.error
-        print(f"\nUNEXPECTED in {target.name}: {type(e).__name__} at {_where(e) if e else '?'}: {str(e)[:200]}")
-        print(f"  reproducer ({len(small)} bytes): fuzzing.TARGETS[{TARGETS.index(target)}].run({small[:600]!r})")
+        print("\n" + report(target, data, outcome, args.seed))
     total = sum(r[1] for r in rows)
     unexpected = sum(r[4] for r in rows)
     print(f"\nfuzz cases {total} unexpected {unexpected}")

@@ -172,7 +172,10 @@ class Accumulator:
 
     def feed(self, d: Delta) -> None:
         # dispatch on the exact type: cheaper than a ``match`` over seven class patterns
-        _FEED[type(d)](self, d)
+        try:
+            _FEED[type(d)](self, d)
+        except (TypeError, AttributeError, ValueError) as e:
+            raise _malformed(e) from None
 
     def _text(self, d: TextDelta) -> None:
         if d.text:
@@ -243,8 +246,11 @@ class Accumulator:
 
     def feed_all(self, deltas: Iterable[Delta]) -> Accumulator:
         feed = _FEED
-        for d in deltas:
-            feed[type(d)](self, d)
+        try:
+            for d in deltas:
+                feed[type(d)](self, d)
+        except (TypeError, AttributeError, ValueError) as e:
+            raise _malformed(e) from None
         return self
 
     @property
@@ -259,8 +265,8 @@ class Accumulator:
         rather than stored as a turn that cannot be written or reloaded."""
         try:
             return self._snapshot()
-        except TypeError as e:
-            raise StreamError(f"malformed response: a field has the wrong type ({e}); nothing was stored") from None
+        except (TypeError, AttributeError, ValueError) as e:
+            raise _malformed(e) from None
 
     def _snapshot(self) -> Message:
         tool_ids = {key: _s(self._tools[key].id) or f"call_{n}" for n, (kind, key) in enumerate(self._order)
@@ -305,6 +311,12 @@ class Accumulator:
         return Response(self.snapshot(), self._finish, dict(self._usage))
 
 
+def _malformed(e: Exception) -> StreamError:
+    """A decoder passed on a member of the wrong type (a dict as a key, a number as text): the
+    response is malformed, which is the documented ``StreamError``, never a crash."""
+    return StreamError(f"malformed response: a field has the wrong type ({e}); nothing was stored")
+
+
 def _s(value: Any) -> Any:
     """``value`` when it is text or absent; ``TypeError`` otherwise (see ``snapshot``)."""
     if value is not None and type(value) is not str:
@@ -333,6 +345,8 @@ def _detail_key(details: Mapping[Any, Any], entry: Mapping[str, Any], whole: boo
     kind = entry.get("type")
     if kind is None:
         return next((k for k in reversed(details) if type(k) is tuple and k[0] == at), (at, None))
+    if type(kind) is not str:
+        raise StreamError(f"reasoning_details entry has a type that is not text: {kind!r:.60}")
     return (at, kind)
 
 

@@ -109,3 +109,10 @@ def pg_url(pg_cluster: Any) -> str:
     import secrets
 
     return str(pg_cluster.create_database(f"t_{secrets.token_hex(6)}"))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The fuzz run's seed (``tests/fuzzing.py``), so any failing run can be replayed."""
+    from fuzzing import SEED, SEED_VAR
+
+    return f"fuzz seed: {SEED} (replay with {SEED_VAR}={SEED})"

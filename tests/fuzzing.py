@@ -25,10 +25,14 @@ hypothesis profile (``st.randoms``) and the long random profile share them.
 from __future__ import annotations
 
 import math
+import os
 import random
+import secrets
 import signal
 import tempfile
 import threading
+import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +43,9 @@ import orjson
 from hermes.errors import HermesError
 
 __all__ = [
+    "SEED",
+    "SEED_VAR",
+    "STATIC_SEEDS",
     "TARGETS",
     "Hang",
     "Outcome",
@@ -49,11 +56,25 @@ __all__ = [
     "mutate_json",
     "mutate_sse",
     "mutate_toml",
+    "other_type",
+    "report",
+    "retype_doc",
+    "retype_frames",
+    "retype_json",
+    "retype_line",
+    "retype_sse",
+    "shrink",
     "time_bound",
+    "where",
 ]
 
 LIMIT_S = 5.0
 """Per-case time bound: anything slower is reported as a hang."""
+
+SEED_VAR = "HERMES_FUZZ_SEED"
+SEED: int = int(os.environ.get(SEED_VAR) or secrets.randbelow(2**31))
+"""This run's seed: fresh per run (so code added since the last run is fuzzed too) unless
+``HERMES_FUZZ_SEED`` replays one. Printed in the pytest header and in every failure."""
 
 
 class Hang(Exception):
@@ -115,6 +136,40 @@ def check(target: Target, data: bytes, seconds: float = LIMIT_S) -> Outcome:
     except Exception as e:
         return Outcome("unexpected", e)
     return Outcome("ok")
+
+
+def where(e: BaseException) -> str:
+    """``file:line`` where ``e`` was raised (the failure site a report groups by)."""
+    tb = traceback.extract_tb(e.__traceback__)
+    return f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+
+
+def shrink(target: Target, data: bytes, outcome: Outcome, budget_s: float = 20.0) -> bytes:
+    """A shorter input that still fails with the same exception type (greedy chunk deletion)."""
+    want = type(outcome.error)
+    deadline = time.monotonic() + budget_s
+    chunk = max(1, len(data) // 2)
+    while chunk >= 1 and time.monotonic() < deadline:
+        i, changed = 0, False
+        while i < len(data) and time.monotonic() < deadline:
+            cand = data[:i] + data[i + chunk:]
+            o = check(target, cand, seconds=2.0)
+            if o.kind == "unexpected" and type(o.error) is want:
+                data, changed = cand, True
+            else:
+                i += chunk
+        if not changed:
+            chunk //= 2
+    return data
+
+
+def report(target: Target, data: bytes, outcome: Outcome, seed: int, shrink_s: float = 20.0) -> str:
+    """What a failure prints: the exception, its site, a shrunk reproducer and the replay seed."""
+    small = shrink(target, data, outcome, shrink_s)
+    e = outcome.error
+    return (f"UNEXPECTED in {target.name}: {type(e).__name__} at {where(e) if e else '?'}: {str(e)[:200]}\n"
+            f"  reproducer ({len(small)} bytes): fuzzing.TARGETS[{TARGETS.index(target)}].run({small[:600]!r})\n"
+            f"  replay the run: {SEED_VAR}={seed}")
 
 
 # ----------------------------------------------------------------------------- JSON mutation
@@ -243,6 +298,105 @@ def mutate_json(seed: bytes, rnd: random.Random) -> bytes:
         obj = _mutate_tree(obj, rnd)
     out = _dump(obj)
     return _byte_noise(out, rnd) if rnd.random() < 0.25 else out
+
+
+# ----------------------------------------------------------------------------- shape mutation
+#
+# The structural mutators above damage documents at random; these keep every document well formed
+# and valid-shaped except for one value: the value at one key the decoder reads (every key of the
+# real seed, plus the seed's own key names inserted elsewhere) becomes a value of another JSON
+# type. That is the malformation a provider or gateway actually ships (a dict where text belongs)
+# and the one byte damage almost never produces.
+
+_JSON_TYPES: tuple[tuple[str, Callable[[random.Random], Any]], ...] = (
+    ("null", lambda r: None),
+    ("bool", lambda r: r.random() < 0.5),
+    ("int", lambda r: r.choice([0, 1, -1, 2**53, r.randint(-999, 999)])),
+    ("float", lambda r: r.choice([0.5, -1e300, 1e-9])),
+    ("str", lambda r: r.choice(["", "x", "0", "text", "\u0000"])),
+    ("list", lambda r: r.choice([[], [""], [{}], [1, None]])),
+    ("dict", lambda r: r.choice([{}, {"": ""}, {"type": {}}, {"index": []}])),
+)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}.get(type(value), "?")
+
+
+def other_type(value: Any, rnd: random.Random) -> Any:
+    """A value of a JSON type other than ``value``'s."""
+    kind = _json_type(value)
+    return rnd.choice([make for name, make in _JSON_TYPES if name != kind])(rnd)
+
+
+def _keys(obj: Any) -> set[str]:
+    if isinstance(obj, dict):
+        return set(obj).union(*(_keys(v) for v in obj.values()))
+    if isinstance(obj, list):
+        return set().union(*(_keys(v) for v in obj))
+    return set()
+
+
+def retype_doc(obj: Any, rnd: random.Random) -> Any:
+    """``obj`` with one value replaced by a value of another JSON type, or (now and then) one of
+    the document's own key names added to another object with an ill-typed value."""
+    paths = [p for p in _paths(obj) if p]
+    dicts = [p for p in _paths(obj) if isinstance(_get(obj, p), dict)]
+    if not paths or (dicts and rnd.random() < 0.2):
+        if not dicts:
+            return other_type(obj, rnd)
+        names = sorted(_keys(obj)) or ["type"]
+        _get(obj, rnd.choice(dicts))[rnd.choice(names)] = other_type(None, rnd)
+        return obj
+    path = rnd.choice(paths)
+    parent = _get(obj, path[:-1])
+    parent[path[-1]] = other_type(parent[path[-1]], rnd)
+    return obj
+
+
+def retype_json(seed: bytes, rnd: random.Random) -> bytes:
+    """A whole JSON document with one ill-typed value (see ``retype_doc``)."""
+    try:
+        return orjson.dumps(retype_doc(orjson.loads(seed), rnd))
+    except orjson.JSONDecodeError:
+        return _byte_noise(seed, rnd)
+
+
+def retype_sse(seed: bytes, rnd: random.Random) -> bytes:
+    """An SSE stream whose ``data:`` JSON events are intact but one, which has one ill-typed value."""
+    events = _sse_events(seed)
+    spots = [(i, j) for i, ev in enumerate(events) for j, line in enumerate(ev)
+             if line.startswith(b"data:") and line[5:].strip()[:1] in (b"{", b"[")]
+    if not spots:
+        return mutate_sse(seed, rnd)
+    i, j = rnd.choice(spots)
+    events[i][j] = b"data: " + retype_json(events[i][j][5:].strip(), rnd)
+    return b"\n\n".join(b"\n".join(ev) for ev in events) + b"\n\n"
+
+
+def retype_frames(seed: bytes, rnd: random.Random) -> bytes:
+    """AWS event-stream bytes, valid frames and CRCs, one frame's JSON payload ill-typed."""
+    from hermes.emulate.bedrock import encode_frame
+
+    frames = _frames(seed)
+    if not frames:
+        return mutate_frames(seed, rnd)
+    i = rnd.randrange(len(frames))
+    kind = _frame_header(frames[i], b":event-type") or "contentBlockDelta"
+    payload = frames[i][12 + int.from_bytes(frames[i][4:8], "big"):-4]
+    headers = [(":event-type", kind), (":content-type", "application/json"), (":message-type", "event")]
+    frames[i] = encode_frame(headers, retype_json(payload, rnd))
+    return b"".join(frames)
+
+
+def retype_line(seed: bytes, rnd: random.Random) -> bytes:
+    """A JSONL document (history) with one record ill-typed."""
+    lines = seed.split(b"\n")
+    i = rnd.randrange(len(lines))
+    lines[i] = retype_json(lines[i], rnd)
+    return b"\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- SSE mutation
@@ -390,12 +544,18 @@ class Target:
     """Key into the corpus from :func:`capture_corpus`."""
     mutate: Callable[[bytes, random.Random], bytes]
     run: Callable[[bytes], None]
+    retype: Callable[[bytes, random.Random], bytes] | None = None
+    """The shape mutator for this input format (one ill-typed value in a valid-shaped input)."""
 
     def case(self, corpus: Mapping[str, Sequence[bytes]], rnd: random.Random) -> bytes:
-        """One generated input: a mutated seed, now and then plain random bytes."""
-        if rnd.random() < 0.03:
+        """One generated input: a mutated or retyped seed, now and then plain random bytes."""
+        roll = rnd.random()
+        if roll < 0.03:
             return rnd.randbytes(rnd.randint(0, 256))
-        return self.mutate(rnd.choice(list(corpus[self.seeds])), rnd)
+        seed = rnd.choice(list(corpus[self.seeds]))
+        if self.retype is not None and roll < 0.4:
+            return self.retype(seed, rnd)
+        return self.mutate(seed, rnd)
 
 
 def _route(wire: str) -> Any:
@@ -549,16 +709,59 @@ def _one_line(seed: bytes, rnd: random.Random) -> bytes:
     return b"\n".join(lines)
 
 
+def _recorder(whole: bool) -> Callable[[bytes], None]:
+    """The proxy's side decoder: it must never raise, whatever the upstream sent (a refusal is
+    ``message() is None``), and what it records must survive the history JSON form."""
+
+    def run(data: bytes) -> None:
+        from hermes import messages
+        from hermes.proxy.recorder import Recorder
+
+        rec = Recorder(_route("openai_chat"))
+        if whole:
+            rec.whole(data)
+        else:
+            for i in range(0, len(data), 97):
+                rec.feed(data[i:i + 97])
+        msg = rec.message()
+        if msg is not None and messages.loads(messages.dumps(msg)) != msg:
+            raise AssertionError("recorded turn does not survive dumps/loads")
+
+    return run
+
+
+def _mcp_result(data: bytes) -> None:
+    """A ``tools/call`` result as the MCP client library validates it, then turned into the text
+    the model sees. What the library refuses reaches the model as a tool error (a refusal here)."""
+    import pydantic
+    from mcp.types import CallToolResult
+
+    from hermes.mcp_tools import _result_text
+
+    try:
+        result = CallToolResult.model_validate_json(data)
+    except pydantic.ValidationError as e:
+        raise HermesError(f"MCP result refused by the client library: {e.error_count()} errors") from None
+    if not isinstance(_result_text(result), str):
+        raise AssertionError("MCP result text is not text")
+
+
 WIRES = ("openai_chat", "anthropic", "gemini", "openai_responses")
 
+# One line per decoder or parser. A new one (e.g. a proxy front door reading client bodies) is
+# one more row: ``Target(name, corpus key, byte/structure mutator, run, shape mutator)`` with its
+# seeds either captured in ``capture_corpus`` or listed in ``STATIC_SEEDS`` under the corpus key.
 TARGETS: tuple[Target, ...] = (
-    *(Target(f"{w}.sse", f"{w}.sse", mutate_sse, _sse_target(w)) for w in WIRES),
-    *(Target(f"{w}.json", f"{w}.json", mutate_json, _json_target(w)) for w in WIRES),
-    Target("bedrock.frames", "bedrock.frames", mutate_frames, _bedrock_frames),
-    Target("bedrock.json", "bedrock.json", mutate_json, _bedrock_json),
-    Target("history", "history", lambda s, r: _one_line(s, r), _history),
+    *(Target(f"{w}.sse", f"{w}.sse", mutate_sse, _sse_target(w), retype_sse) for w in WIRES),
+    *(Target(f"{w}.json", f"{w}.json", mutate_json, _json_target(w), retype_json) for w in WIRES),
+    Target("bedrock.frames", "bedrock.frames", mutate_frames, _bedrock_frames, retype_frames),
+    Target("bedrock.json", "bedrock.json", mutate_json, _bedrock_json, retype_json),
+    Target("history", "history", lambda s, r: _one_line(s, r), _history, retype_line),
     Target("routes.toml", "routes.toml", mutate_toml, _routes_toml),
     Target("config.toml", "config.toml", mutate_toml, _config_toml),
+    Target("recorder.sse", "openai_chat.sse", mutate_sse, _recorder(whole=False), retype_sse),
+    Target("recorder.json", "openai_chat.json", mutate_json, _recorder(whole=True), retype_json),
+    Target("mcp.result", "mcp.result", mutate_json, _mcp_result, retype_json),
 )
 
 
@@ -580,6 +783,22 @@ _CONFIG_SEEDS = [
     b'fast = { provider = "groq", model = "openai/gpt-oss-20b" }\n\n[gateway]\ntoken = ""\n',
     b'model = "x"\n[aliases.slow]\nmodel = "m"\nbase_url = "http://127.0.0.1:1/v1"\n',
 ]
+
+_MCP_SEEDS = [
+    b'{"content":[{"type":"text","text":"a.txt\\nb.txt"}],"isError":false}',
+    b'{"content":[{"type":"image","data":"aGVsbG8=","mimeType":"image/png"},'
+    b'{"type":"resource","resource":{"uri":"file:///a","text":"hi"}},'
+    b'{"type":"resource","resource":{"uri":"file:///b","blob":"aGk=","mimeType":"application/pdf"}},'
+    b'{"type":"resource_link","uri":"file:///c","name":"c"},{"type":"audio","data":"AA==","mimeType":"audio/wav"}]}',
+    b'{"content":[],"structuredContent":{"files":["a","b"],"n":2},"isError":true}',
+]
+
+STATIC_SEEDS: dict[str, list[bytes]] = {
+    "routes.toml": _ROUTES_SEEDS,
+    "config.toml": _CONFIG_SEEDS,
+    "mcp.result": _MCP_SEEDS,
+}
+"""Seeds written by hand (files a user writes, results of servers we have no emulator for)."""
 
 
 def capture_corpus() -> dict[str, list[bytes]]:
@@ -639,8 +858,7 @@ def capture_corpus() -> dict[str, list[bytes]]:
             corpus["bedrock.json"].append(orjson.dumps(payload))
             corpus["bedrock.frames"].append(b"".join(_frame(k, m) for k, m in event_frames(payload)))
     corpus["history"] = [b"\n".join(history_lines)]
-    corpus["routes.toml"] = list(_ROUTES_SEEDS)
-    corpus["config.toml"] = list(_CONFIG_SEEDS)
+    corpus.update({k: list(v) for k, v in STATIC_SEEDS.items()})
     empty = [k for k, v in corpus.items() if not v]
     if empty:
         raise RuntimeError(f"no seeds captured for {empty}")

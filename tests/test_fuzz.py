@@ -1,8 +1,11 @@
 """Quick fuzz profile: every decoder, fed mutated real payloads, ends in a ``HermesError`` or a
 well-formed turn — never another exception, never a hang (``bench/fuzz.py`` is the long run).
 
-Seeds are captured from the emulators over loopback HTTP (see ``tests/fuzzing.py``); hypothesis
-drives the shared mutators through ``st.randoms`` and shrinks the random choices on failure.
+Seeds are captured from the emulators over loopback HTTP (see ``tests/fuzzing.py``). The random
+cases come from this run's seed (``fuzzing.SEED``: fresh each run, shown in the pytest header,
+replayed with ``HERMES_FUZZ_SEED=N``), so every run fuzzes new inputs and a failure can be
+replayed; a failure prints its shrunk reproducer. The shape property (hypothesis, same seed)
+replaces one value at one key each decoder reads with a value of another JSON type.
 """
 
 from __future__ import annotations
@@ -13,16 +16,18 @@ import time
 import fuzzing
 import orjson
 import pytest
-from fuzzing import TARGETS, Hang, Target, capture_corpus, check, time_bound
-from hypothesis import HealthCheck, given, settings
+from fuzzing import SEED, SEED_VAR, TARGETS, Hang, Target, capture_corpus, check, report, time_bound
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from hermes.emulate.bedrock import encode_frame
 from hermes.errors import ConfigError, HermesError, StreamError
 
 BY_NAME = {t.name: t for t in TARGETS}
-FAST = settings(max_examples=60, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+CASES = 120
+"""Seeded random cases per target and run."""
+SHAPES = settings(max_examples=80, deadline=None, database=None,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 @pytest.fixture(scope="module")
@@ -32,25 +37,57 @@ def corpus() -> dict[str, list[bytes]]:
 
 def _assert_handled(target: Target, data: bytes) -> None:
     outcome = check(target, data)
-    assert outcome.kind != "unexpected", (
-        f"{target.name}: {type(outcome.error).__name__}: {outcome.error}\nreproducer: {data[:400]!r}")
+    assert outcome.kind != "unexpected", report(target, data, outcome, SEED, shrink_s=5.0)
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_seeds_parse(corpus: dict[str, list[bytes]], name: str) -> None:
     """The unmutated seeds are accepted: the harness drives the real success path."""
     target = BY_NAME[name]
-    for seed in corpus[target.seeds]:
-        outcome = check(target, seed)
+    for payload in corpus[target.seeds]:
+        outcome = check(target, payload)
         assert outcome.kind == "ok", f"{name}: {outcome.error!r}"
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
-@FAST
-@given(rnd=st.randoms(use_true_random=False))
-def test_mutated_input_is_refused_cleanly(corpus: dict[str, list[bytes]], name: str, rnd: random.Random) -> None:
+def test_mutated_input_is_refused_cleanly(corpus: dict[str, list[bytes]], name: str) -> None:
+    """This run's seeded cases (the long profile's generator, fewer of them)."""
     target = BY_NAME[name]
-    _assert_handled(target, target.case(corpus, rnd))
+    rnd = random.Random(f"{SEED}:{target.name}")
+    for _ in range(CASES):
+        _assert_handled(target, target.case(corpus, rnd))
+
+
+SHAPED = sorted(t.name for t in TARGETS if t.retype is not None)
+
+
+@pytest.mark.parametrize("name", SHAPED)
+@seed(SEED)
+@SHAPES
+@given(rnd=st.randoms(use_true_random=False))
+def test_a_value_of_another_type_at_any_key_is_refused_cleanly(corpus: dict[str, list[bytes]], name: str,
+                                                                rnd: random.Random) -> None:
+    """Valid-shaped input but for one value of the wrong JSON type at a key the decoder reads."""
+    target = BY_NAME[name]
+    assert target.retype is not None
+    _assert_handled(target, target.retype(rnd.choice(corpus[target.seeds]), rnd))
+
+
+def test_every_key_of_a_chat_stream_can_take_every_other_type(corpus: dict[str, list[bytes]]) -> None:
+    """The shape property exhaustively, for the chat stream's events (the wire most gateways
+    speak): every key of every event of one seed, each JSON type in turn."""
+    target = BY_NAME["openai_chat.sse"]
+    stream = max(corpus["openai_chat.sse"], key=lambda s: s.count(b"reasoning"))
+    events = [e for e in stream.split(b"\n\n") if e.startswith(b"data: {")]
+    for i, event in enumerate(events):
+        doc = orjson.loads(event[6:])
+        for path in [p for p in fuzzing._paths(doc) if p]:
+            for _, make in fuzzing._JSON_TYPES:
+                bad = orjson.loads(event[6:])
+                parent = fuzzing._get(bad, path[:-1])
+                parent[path[-1]] = make(random.Random(0))
+                case = [*events[:i], b"data: " + orjson.dumps(bad), *events[i + 1:]]
+                _assert_handled(target, b"\n\n".join(case) + b"\n\n")
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -62,6 +99,32 @@ def test_random_bytes_are_refused_cleanly(name: str, data: bytes) -> None:
 
 
 # --------------------------------------------------------------------- regressions found by fuzzing
+
+
+def test_reasoning_details_entry_whose_type_is_an_object_is_a_stream_error() -> None:
+    """Found by ``bench/fuzz.py --minutes 2``: a ``type`` that is a dict reached a dict key in the
+    same-index merge (TypeError: unhashable type)."""
+    data = (b'data:{"":"","":"","choices":[{"":0,"delta":{"":"","reasoning_details":'
+            b'[{"type":{"":""},"":"","index":0}]},"":null}]}')
+    with pytest.raises(StreamError, match="reasoning_details entry has a type that is not text"):
+        BY_NAME["openai_chat.sse"].run(data)
+
+
+def test_the_run_seed_is_fresh_or_replayed() -> None:
+    """The quick profile's seed comes from the environment when given, else from the OS."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import fuzzing; print(fuzzing.SEED)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop(SEED_VAR, None)
+    fresh = {subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            check=True).stdout for _ in range(2)}
+    assert len(fresh) == 2
+    replay = subprocess.run([sys.executable, "-c", code], env={**env, SEED_VAR: "1234"}, capture_output=True,
+                            text=True, check=True).stdout
+    assert replay.strip() == "1234"
 
 
 @pytest.mark.parametrize("chunk", [
