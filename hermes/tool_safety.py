@@ -13,7 +13,8 @@ it read, a file in the repo, a hostile provider), so a tool call is untrusted in
   count and a deadline; patterns are literal unless the model asks for a regular expression,
   which then runs under the ``regex`` module's timeout (``(a+)+$`` cannot run for minutes).
 * **Bounded commands** (``run_bounded``): a shell command runs in its own process group, is
-  killed with all its children at its timeout, and its output is capped while it is read.
+  killed with all its children at its timeout or when the caller is interrupted (Ctrl-C,
+  SIGTERM), and its output is capped while it is read.
 * **Redaction** (``finish_output``): every known secret value (keys Hermes looked up, and the
   values of key-named environment variables) is replaced before a result is stored in
   ``state.db``, sent to a provider or streamed to a client; the result says so.
@@ -156,10 +157,11 @@ def run_bounded(command: str, cwd: Path, *, timeout_s: float, limit: int = MAX_R
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-    # the shell may be gone while its children still hold the pipe: end the whole group
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    finally:  # also on Ctrl-C (KeyboardInterrupt) or a SIGTERM turned into SystemExit
+        # the shell may be gone while its children still hold the pipe: end the whole group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     reader.join(timeout=5)
     if proc.stdout is not None:
         proc.stdout.close()

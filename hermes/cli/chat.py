@@ -147,7 +147,23 @@ def _failure(e: Exception, sid: str | None) -> dict[str, Any]:
 
 
 def _confirm(command: str) -> bool:
-    return click.confirm(f"Run command: {command!r}?", default=False, err=True)
+    """The user's yes or no; Ctrl-C (or Ctrl-D) here cancels the whole turn, not just this call."""
+    try:
+        return click.confirm(f"Run command: {command!r}?", default=False, err=True)
+    except click.Abort:
+        raise KeyboardInterrupt from None
+
+
+def _exit_on_hangup() -> None:
+    """SIGTERM and SIGHUP (the terminal closed) end the chat through Python's unwinding, so a
+    running command's process group is killed on the way out instead of outliving us."""
+    import signal
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, leave)
 
 
 @click.command()
@@ -207,6 +223,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
                               hint='pass -q "your question", pipe lines in, or run `hermes chat` in a terminal')
         piped.append(first)
     sid: str | None = None
+    _exit_on_hangup()
     try:
         runtime = Runtime.load()
         config = runtime.config
