@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .lazyre import LazyRegex
 from .messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from .replay import BuildMemo, Learned, PlannedMessage, ReplayPlan, Settings, plan_replay
 from .resolve import Resolved
@@ -193,14 +192,14 @@ def _bpe_count(text: str, name: str) -> int:
     return total
 
 
-_B64_RUN = LazyRegex(r"[A-Za-z0-9+/_-]{64,}={0,2}")
-_WORD = LazyRegex(r"[A-Za-z]+")
-_LONG_WORD = LazyRegex(r"[A-Za-z]{16,}")
-_DIGIT = LazyRegex(r"[0-9]")
-_PUNCT_RUN = LazyRegex(r"([!-/:-@\[-`{-~])\1{0,7}")
-_SPACE_RUN = LazyRegex(r" {2,}")
-_CJK = LazyRegex(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
-_NON_ASCII = LazyRegex(r"[^\x00-\x7f]")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{64,}={0,2}")
+_WORD = re.compile(r"[A-Za-z]+")
+_LONG_WORD = re.compile(r"[A-Za-z]{16,}")
+_DIGIT = re.compile(r"[0-9]")
+_PUNCT_RUN = re.compile(r"([!-/:-@\[-`{-~])\1{0,7}")
+_SPACE_RUN = re.compile(r" {2,}")
+_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 _LETTERS = bytes(range(65, 91)) + bytes(range(97, 123))

@@ -19,16 +19,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
 from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from .errors import redact
-from .logfile import LogFile
 from .messages import Reasoning
 from .paths import logs_dir
 
@@ -45,8 +45,9 @@ __all__ = [
 ]
 
 LOG_NAME = "hermes.log"
-_log: LogFile | None = None
-_log_home: str | None = None
+MAX_BYTES = 5_000_000
+BACKUPS = 3
+_lock = threading.Lock()
 
 
 def _short(s: str) -> str:
@@ -227,23 +228,42 @@ def carried_summary(rec: Mapping[str, Any]) -> str:
     return "; ".join(bits) or "no reasoning"
 
 
-def _log_file() -> LogFile:
-    """The log file of the current ``HERMES_HOME`` (looked up by the variable's value: building
-    its path on every event cost a gateway turn more than writing the line); its directory is
-    made only when the file is opened."""
-    global _log, _log_home
-    home = os.environ.get("HERMES_HOME")
-    log = _log
-    if log is not None and home == _log_home:
-        return log
-    path = logs_dir(create=False) / LOG_NAME
-    if log is None or log.path != path:
-        logs_dir()
-        if log is not None:
-            log.close()
-        log = _log = LogFile(path)
-    _log_home = home
-    return log
+def _append(path: Path, line: str, max_bytes: int = MAX_BYTES) -> None:
+    """Append one line to ``path`` (0600), first rotating it when the line would take it past
+    ``max_bytes``: ``hermes.log`` → ``.1`` → ``.2`` → ``.3``, the oldest dropped. The file is
+    opened by name for each line, so every process of a gateway writes to the current file and
+    the size checked is the file's own, other processes' lines included."""
+    data = line.encode("utf-8") + b"\n"
+    with _lock:
+        f = _open(path)
+        size = f.seek(0, os.SEEK_END)
+        if size and size + len(data) > max_bytes:
+            if _same_file(f.fileno(), path):  # not rotated by another process meanwhile
+                _rotate(path)
+            f.close()
+            f = _open(path)
+        with f:
+            f.write(data)
+
+
+def _open(path: Path) -> BinaryIO:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)  # an older file made with a wider umask
+    return os.fdopen(fd, "ab")
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _rotate(path: Path) -> None:
+    names = [path, *(path.with_name(f"{path.name}.{i}") for i in range(1, BACKUPS + 1))]
+    for i in range(BACKUPS - 1, -1, -1):  # .2 → .3, .1 → .2, the log → .1
+        with contextlib.suppress(FileNotFoundError):  # not made yet, or gone meanwhile
+            os.replace(names[i], names[i + 1])
 
 
 def log_event(event: str, **data: Any) -> None:
@@ -251,7 +271,7 @@ def log_event(event: str, **data: Any) -> None:
     record = {"ts": round(time.time(), 3), "event": event, **data}
     line = redact(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS, default=str).decode())
     with contextlib.suppress(OSError):  # a read-only HERMES_HOME must not break a turn
-        _log_file().write(line)
+        _append(logs_dir() / LOG_NAME, line)
 
 
 def read_log(session: str | None = None, path: Path | None = None) -> Iterator[Mapping[str, Any]]:

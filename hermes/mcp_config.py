@@ -29,14 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError, register_secret
-from .lazyre import LazyRegex
 
 __all__ = ["McpServer", "parse_mcp"]
 
-_NAME = LazyRegex(r"^[A-Za-z0-9_-]{1,32}$")
-_SECRETISH = LazyRegex(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|^(PROXY-)?AUTHORIZATION$|^COOKIE$",
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+_SECRETISH = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|^(PROXY-)?AUTHORIZATION$|^COOKIE$",
                         re.IGNORECASE)
-_REF = LazyRegex(r"\$(?:\{(\w+)\}|(\w+))")
+_REF = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 _FIELDS = {"command", "args", "env", "cwd", "url", "headers", "timeout"}
 
 

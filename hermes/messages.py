@@ -43,11 +43,6 @@ __all__ = [
     "digest_of",
     "dumps",
     "loads",
-    "make_message",
-    "make_reasoning",
-    "make_text",
-    "make_tool_call",
-    "make_tool_result",
     "message_digest",
     "message_from_dict",
     "message_to_dict",
@@ -176,9 +171,9 @@ Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Compaction
 class Message:
     role: Role
     parts: tuple[Part, ...]
-    digest: bytes | None = field(default=None, init=False, compare=False, repr=False)
-    """The message's value fingerprint (:func:`message_digest`), set once where it is cheap —
-    by the store when it writes or reads the message — or on first use (:func:`digest_of`).
+    digest: bytes | None = field(default=None, kw_only=True, compare=False, repr=False)
+    """The message's value fingerprint (:func:`message_digest`), given where it is known — by
+    the store, which keeps it next to the message — or computed on first use (:func:`digest_of`).
     Not part of equality: two messages with equal values have equal digests."""
 
     def __post_init__(self) -> None:
@@ -204,90 +199,6 @@ class Message:
     @classmethod
     def system(cls, text: str) -> Message:
         return cls("system", (Text(text),))
-
-
-# ----------------------------------------------------------------------------- trusted makers
-#
-# Loading a long session builds tens of thousands of parts. A frozen dataclass's ``__init__``
-# writes each field through ``object.__setattr__`` and then runs ``__post_init__``; the makers
-# below write the same slots through their member descriptors, about twice as fast, and give
-# equal values of the same classes. They skip the checks ``__post_init__`` makes, so a caller
-# makes them itself (a role in ``ROLES``; ``blob`` and ``blob_kind`` given together) or uses the
-# class. ``tests/test_messages_fast.py`` proves each equals its class's constructor and sets
-# every field (a field added later without its maker fails it).
-
-_new = object.__new__
-
-
-def _slots(cls: type, *names: str) -> tuple[Any, ...]:
-    return tuple(getattr(cls, n).__set__ for n in names)
-
-
-_TEXT = _slots(Text, "text", "kind")
-_REASONING = _slots(Reasoning, "text", "origin", "blob", "blob_kind", "item_id", "native", "extra", "kind")
-_CALL = _slots(ToolCall, "id", "name", "arguments", "kind")
-_RESULT = _slots(ToolResult, "call_id", "content", "name", "is_error", "kind")
-_MESSAGE = _slots(Message, "role", "parts", "digest")
-
-
-def make_text(text: str) -> Text:
-    """``Text(text)``."""
-    p = _new(Text)
-    set_text, set_kind = _TEXT
-    set_text(p, text)
-    set_kind(p, "text")
-    return p
-
-
-def make_reasoning(text: str, origin: RouteKey, blob: str | None, blob_kind: str | None,
-                   item_id: str | None) -> Reasoning:
-    """``Reasoning(text, origin, blob, blob_kind, item_id)`` (no native record, no extra);
-    the caller has checked that ``blob`` and ``blob_kind`` are both None or both set."""
-    p = _new(Reasoning)
-    s_text, s_origin, s_blob, s_blob_kind, s_item_id, s_native, s_extra, s_kind = _REASONING
-    s_text(p, text)
-    s_origin(p, origin)
-    s_blob(p, blob)
-    s_blob_kind(p, blob_kind)
-    s_item_id(p, item_id)
-    s_native(p, None)
-    s_extra(p, {})
-    s_kind(p, "reasoning")
-    return p
-
-
-def make_tool_call(id: str, name: str, arguments: str) -> ToolCall:
-    """``ToolCall(id, name, arguments)``."""
-    p = _new(ToolCall)
-    s_id, s_name, s_arguments, s_kind = _CALL
-    s_id(p, id)
-    s_name(p, name)
-    s_arguments(p, arguments)
-    s_kind(p, "tool_call")
-    return p
-
-
-def make_tool_result(call_id: str, content: str, name: str, is_error: bool) -> ToolResult:
-    """``ToolResult(call_id, content, name, is_error)``."""
-    p = _new(ToolResult)
-    s_call_id, s_content, s_name, s_is_error, s_kind = _RESULT
-    s_call_id(p, call_id)
-    s_content(p, content)
-    s_name(p, name)
-    s_is_error(p, is_error)
-    s_kind(p, "tool_result")
-    return p
-
-
-def make_message(role: Role, parts: tuple[Part, ...], digest: bytes | None) -> Message:
-    """``Message(role, parts)`` with ``digest`` already known; the caller has checked that
-    ``role`` is in ``ROLES``."""
-    m = _new(Message)
-    s_role, s_parts, s_digest = _MESSAGE
-    s_role(m, role)
-    s_parts(m, parts)
-    s_digest(m, digest)
-    return m
 
 
 # ----------------------------------------------------------------------------- JSON form

@@ -118,8 +118,7 @@ def _literals(pattern: str) -> tuple[str, ...]:
     """The runs of plain characters in a glob, between ``*``, ``?`` and ``[...]`` sets as
     ``fnmatch`` reads them (a ``[`` without its ``]`` is plain). A key that lacks one of them
     cannot match, so :meth:`ProfileRow.matches` asks ``fnmatchcase`` — which compiles a regex
-    per pattern, ~0.3 M instructions each, 50 of them for one model — only about patterns
-    that might."""
+    per pattern — only about patterns that might."""
     runs: list[str] = []
     start = i = 0
     n = len(pattern)

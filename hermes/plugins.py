@@ -1,8 +1,8 @@
 """Entry points of one group, without scanning every installed package when none declares it.
 
 ``importlib.metadata.entry_points(group=...)`` parses the ``entry_points.txt`` of every
-distribution on ``sys.path`` (and imports ``email``, ``csv`` and ``zipfile`` to do it): about
-95 M instructions on a machine with 150 packages, paid by every ``hermes chat -q`` for a group
+distribution on ``sys.path`` (and imports ``email``, ``csv`` and ``zipfile`` to do it), paid
+by every ``hermes chat -q`` for a group
 (``hermes.tools``) that most machines never declare. A distribution can only declare a group
 in a ``[group]`` section of its ``entry_points.txt``, so a file that does not contain the
 group's name declares nothing in it. ``may_declare`` reads those files as bytes (a directory

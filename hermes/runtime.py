@@ -82,7 +82,7 @@ class Runtime:
     _routes: dict[tuple[str | None, ...], Resolved] = field(default_factory=dict, init=False, repr=False)
     """Routes chosen so far: ``choose_route`` is a pure function of its arguments once config and
     the table are fixed (they are, for a runtime's life), and resolving explains itself at some
-    cost (look-alike rows, URL checks: ~0.5 ms), which a gateway would pay twice a turn."""
+    cost (look-alike rows, URL checks), which a gateway would pay twice a turn."""
 
     @classmethod
     def load(cls, *, config: Config | None = None, store: SessionStore | None = None,

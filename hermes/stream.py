@@ -44,8 +44,7 @@ __all__ = [
 ]
 
 
-# Deltas are not ``frozen``: building one is the stream hot path and a frozen dataclass's
-# ``__init__`` (one ``object.__setattr__`` per field) costs about 4x more. Treat them as values.
+# Deltas are not ``frozen``: one is built per streamed event. Treat them as values.
 
 
 @dataclass(slots=True)

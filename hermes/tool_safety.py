@@ -135,7 +135,7 @@ def run_bounded(command: str, cwd: Path, *, timeout_s: float, limit: int = MAX_R
     Output (stdout and stderr together) is read while it is produced and capped at ``limit``
     bytes, so neither a chatty command nor a background child that keeps the pipe open can hold
     the caller: at the deadline the whole group is killed and the pipe closes."""
-    import signal  # with subprocess, ~20 M instructions that a turn without a command skips
+    import signal  # with subprocess: imported only by a turn that runs a command
     import subprocess
 
     proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -11,8 +11,8 @@ such a tool runs unvalidated, exactly as before validation existed, and the tool
 it needs. Validators are compiled once per schema object and cached.
 
 The built-in tools' schemas are flat objects of typed scalars: ``_plainly_valid`` accepts
-arguments that certainly match such a schema without importing ``jsonschema`` (~110 ms per
-process); anything it is not sure of — another keyword, a nested schema, a mismatch — goes to
+arguments that certainly match such a schema without importing ``jsonschema`` (slow to
+import); anything it is not sure of — another keyword, a nested schema, a mismatch — goes to
 ``jsonschema``, which also writes every error text.
 """
 

@@ -19,16 +19,15 @@ refuses unless they are rewritten. The rules here:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
-
-from .lazyre import LazyRegex
 
 __all__ = ["base62", "id_map", "valid", "wire_id"]
 
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_ANTHROPIC = LazyRegex(r"[a-zA-Z0-9_-]+")
-_NOT_ANTHROPIC = LazyRegex(r"[^a-zA-Z0-9_-]")
-_MISTRAL = LazyRegex(r"[a-zA-Z0-9]{9}")
+_ANTHROPIC = re.compile(r"[a-zA-Z0-9_-]+")
+_NOT_ANTHROPIC = re.compile(r"[^a-zA-Z0-9_-]")
+_MISTRAL = re.compile(r"[a-zA-Z0-9]{9}")
 
 
 def base62(data: bytes) -> str:

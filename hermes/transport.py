@@ -25,7 +25,6 @@ import httpx
 import orjson
 
 from .errors import AuthFailed, ProviderConnectionError, ProviderHTTPError, RateLimited, redact
-from .lazyre import LazyRegex
 
 __all__ = ["RETRY_STATUSES", "Transport", "error_from_response"]
 
@@ -33,8 +32,8 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _MAX_RETRY_AFTER = 30.0
 
 
-_TITLE = LazyRegex(r"<title[^>]*>(.*?)</title>", re.I | re.S)
-_TAGS = LazyRegex(r"<[^>]+>")
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TAGS = re.compile(r"<[^>]+>")
 
 
 def _error_text(status: int, body: str) -> str:
@@ -104,7 +103,7 @@ class _ByScheme(httpx.BaseTransport):
     """httpx's default transport, with two changes of where its pools live.
 
     * **Per scheme, made on first use**: a plain ``http://`` base URL (a local model server,
-      the emulators, a sidecar) never pays for loading the CA bundle (~40 ms per process): its
+      the emulators, a sidecar) never pays for loading the CA bundle: its
       pools get a TLS context with no CAs that they never use — were one ever asked for TLS it
       would refuse every certificate, never accept one. ``https://`` gets exactly httpx's
       default (``verify=True``, ``SSL_CERT_FILE`` honoured). Proxies from the environment are
@@ -113,10 +112,8 @@ class _ByScheme(httpx.BaseTransport):
       shared). A pool checks every connection it holds on every request and on every
       response's close — a ``poll`` each, to see whether the server closed it — under one
       lock. One pool shared by a gateway's turn threads held a connection per thread that
-      ever ran a turn at once (16 after a burst of 32 sessions): a lone session then paid 64
-      such checks per turn, each releasing the GIL, and its added latency over a direct run was
-      0.7 ms higher than with one connection (``bench/gateway.py``'s lock-step pairs). A
-      thread sends one request at a time, so its own pool holds the one connection it reuses;
+      ever ran a turn at once: a lone session then paid that many checks per turn, each
+      releasing the GIL (``bench/gateway.py``'s lock-step pairs show it). A thread sends one request at a time, so its own pool holds the one connection it reuses;
       the process still holds one connection per concurrent turn, as before."""
 
     def __init__(self) -> None:

@@ -15,16 +15,16 @@ Two rules, both pure functions:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from .errors import RouteError
-from .lazyre import LazyRegex
 
 __all__ = ["base_url_allowed", "check_base_url", "normalise_allowlist"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_BAD_CHAR = LazyRegex(r"[\x00-\x20\x7f\\]")
+_BAD_CHAR = re.compile(r"[\x00-\x20\x7f\\]")
 """Space, control characters and backslash: one regex search, not a per-character loop (every
 resolve checks its URL; the proxy resolves once per request)."""
 

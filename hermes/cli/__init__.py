@@ -82,8 +82,8 @@ def fail(message: str, hint: str = "") -> None:
 
 _UNUSED = {"trio": ("httpcore._synchronization", "httpcore._backends.trio"), "httpx._main": ("httpx",)}
 """Optional imports that our dependencies make for features no ``hermes`` command uses: httpcore
-imports trio, when installed, to support trio event loops (~140 ms); httpx imports its own
-command line and with it rich and pygments (~90 ms). Hermes's event loops are asyncio."""
+imports trio, when installed, to support trio event loops; httpx imports its own
+command line and with it rich and pygments. Hermes's event loops are asyncio."""
 
 
 class _SkipUnused:

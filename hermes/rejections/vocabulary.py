@@ -19,8 +19,6 @@ from typing import Any
 
 import orjson
 
-from ..lazyre import LazyRegex
-
 __all__ = ["CARRIERS", "Mention", "asks_echo", "is_shape_status", "is_signature_rejection", "mentions"]
 
 CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
@@ -41,13 +39,13 @@ _PHRASES = (
     "champ inconnu", "paramètre inconnu", "campo desconocido", "parámetro desconocido", "campo sconosciuto",
     "campo desconhecido", "不明なフィールド", "未知のフィールド", "неизвестное поле", "неизвестный параметр",
 )
-_OPPOSITE = LazyRegex(
+_OPPOSITE = re.compile(
     r"passed back|sent back|echoed back|must be (?:provided|included|echoed|returned|present|non-empty)"
     r"|\bmissing\b|\brequired\b|must include|\bempty\b|必须|缺少|缺失|不能为空|回传"
     r"|erforderlich|\bfehlt\b|requis|manquant|obligatori|\bfalta\b|必須|不足|обязател|отсутств",
     re.I,
 )
-_SIGNATURE = LazyRegex(
+_SIGNATURE = re.compile(
     r"invalid [`'\"]?signature[`'\"]? in [`'\"]?thinking[`'\"]? block|invalid [`'\"]?data[`'\"]? in "
     r"[`'\"]?redacted_thinking|bound to a different conversation|corrupted thought signature"
     r"|invalid_encrypted_content|encrypted content[^.]{0,80}could not be (?:verified|decrypted)"
@@ -55,13 +53,13 @@ _SIGNATURE = LazyRegex(
     r"|blocks in the latest assistant message cannot be modified",
     re.I,
 )
-_ECHO = LazyRegex(r"reasoning_content\W{0,3}\s+in the thinking mode must be passed back|reasoning_content\W{0,3}\s+"
+_ECHO = re.compile(r"reasoning_content\W{0,3}\s+in the thinking mode must be passed back|reasoning_content\W{0,3}\s+"
             r"is missing in assistant tool call|missing\s+\W?reasoning_content", re.I)
 """A must-echo refusal (DeepSeek / MiMo, Kimi), also when a gateway wraps it in ``metadata.raw``:
 the route wants *more* reasoning back, so it teaches "pad tool turns", never "drop the field"."""
-_BEDROCK_REDACTED = LazyRegex(r"validationexception.*(?:redacted|encrypt)", re.I | re.S)
-_NOT_SIGNATURE = LazyRegex(r"expected [`'\"]?thinking[`'\"]? or [`'\"]?redacted_thinking", re.I)
-_LIST_TAIL = LazyRegex(r"(?:expected one of|must be one of|one of the following|did you mean|allowed (?:keys|fields|"
+_BEDROCK_REDACTED = re.compile(r"validationexception.*(?:redacted|encrypt)", re.I | re.S)
+_NOT_SIGNATURE = re.compile(r"expected [`'\"]?thinking[`'\"]? or [`'\"]?redacted_thinking", re.I)
+_LIST_TAIL = re.compile(r"(?:expected one of|must be one of|one of the following|did you mean|allowed (?:keys|fields|"
                  r"values|properties)|valid (?:keys|fields|parameters) are|supported (?:fields|parameters) are"
                  r"|期望|应为)[^\n]*", re.I)
 
@@ -71,34 +69,34 @@ _Q = r"[\"'`“«「『]?\s?"
 _QE = r"\s?[\"'`”»」』]?"
 
 # (regex, scope when the token is a bare name and no `where` is given)
-_PATTERNS: tuple[tuple[LazyRegex, str], ...] = (
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # OpenAI top level: "Unrecognized request argument supplied: reasoning"
-    (LazyRegex(rf"unrecognized request argument supplied\s*:?\s*{_Q}(?P<tok>{_P})", re.I), "top"),
+    (re.compile(rf"unrecognized request argument supplied\s*:?\s*{_Q}(?P<tok>{_P})", re.I), "top"),
     # Gemini: Unknown name "x" at 'messages[1]': Cannot find field.  (no "at" → top level)
-    (LazyRegex(rf"unknown name\s*{_Q}(?P<tok>{_P}){_QE}(?:\s*at\s*{_Q}(?P<where>{_P}){_QE})?", re.I), "top"),
+    (re.compile(rf"unknown name\s*{_Q}(?P<tok>{_P}){_QE}(?:\s*at\s*{_Q}(?P<where>{_P}){_QE})?", re.I), "top"),
     # Groq: ('messages.1' : property 'x' is unsupported)  /  property 'x' is unsupported
-    (LazyRegex(rf"(?:{_Q}(?P<where>{_P}){_QE}\s*:\s*)?property\s*{_Q}(?P<tok>{_P}){_QE}\s*is\s+(?:unsupported|not "
+    (re.compile(rf"(?:{_Q}(?P<where>{_P}){_QE}\s*:\s*)?property\s*{_Q}(?P<tok>{_P}){_QE}\s*is\s+(?:unsupported|not "
          rf"supported|not allowed|not permitted)", re.I), "top"),
     # OpenAI message level: Additional properties are not allowed ('x' was unexpected) - 'messages.2'
-    (LazyRegex(rf"\(\s*(?P<toks>{_Q}[\w$]+{_QE}(?:\s*,\s*{_Q}[\w$]+{_QE})*)\s*(?:was|were)\s+unexpected\s*\)"
+    (re.compile(rf"\(\s*(?P<toks>{_Q}[\w$]+{_QE}(?:\s*,\s*{_Q}[\w$]+{_QE})*)\s*(?:was|were)\s+unexpected\s*\)"
          rf"(?:\s*-\s*{_Q}(?P<where>{_P}){_QE})?", re.I), "any"),
     # path first: messages.1.x: Extra inputs are not permitted / messages[2]: unknown field `x`
-    (LazyRegex(rf"(?:{_Q}(?P<where>{_P}){_QE}\s*:\s*)?(?:unknown|unrecognized|unexpected|unsupported|extraneous)\s+"
+    (re.compile(rf"(?:{_Q}(?P<where>{_P}){_QE}\s*:\s*)?(?:unknown|unrecognized|unexpected|unsupported|extraneous)\s+"
          rf"(?:field|parameter|property|key|argument)s?(?:\s+in\s+input)?\s*[:=]?\s*{_Q}(?P<tok>{_P})",
          re.I), "any"),
-    (LazyRegex(rf"{_Q}(?P<tok>{_P}){_QE}\s*:?\s+(?:extra inputs are not permitted|extra fields not permitted|"
+    (re.compile(rf"{_Q}(?P<tok>{_P}){_QE}\s*:?\s+(?:extra inputs are not permitted|extra fields not permitted|"
          rf"additional propert(?:y|ies) (?:is|are) not allowed)", re.I), "any"),
-    (LazyRegex(rf"extraneous key\s*\[(?P<tok>{_P})\]", re.I), "any"),
-    (LazyRegex(rf"no such field\s*:?\s*{_Q}(?P<tok>{_P})", re.I), "any"),
+    (re.compile(rf"extraneous key\s*\[(?P<tok>{_P})\]", re.I), "any"),
+    (re.compile(rf"no such field\s*:?\s*{_Q}(?P<tok>{_P})", re.I), "any"),
     # name first: 'x' is not supported / is unknown / is not permitted
-    (LazyRegex(rf"{_Q}(?P<tok>{_P}){_QE}\s+(?:is|are)\s+(?:an?\s+)?(?:unsupported|not supported|not allowed|not "
+    (re.compile(rf"{_Q}(?P<tok>{_P}){_QE}\s+(?:is|are)\s+(?:an?\s+)?(?:unsupported|not supported|not allowed|not "
          rf"permitted|unknown|not recognized|unrecognized|not a valid field|not a known field)\b", re.I), "any"),
     # other languages, both word orders
-    (LazyRegex(rf"(?:未知字段|未知参数|不支持的字段|不支持的参数|无法识别的字段|unbekanntes feld|unbekannter parameter|"
+    (re.compile(rf"(?:未知字段|未知参数|不支持的字段|不支持的参数|无法识别的字段|unbekanntes feld|unbekannter parameter|"
          rf"champ inconnu|paramètre inconnu|campo desconocido|parámetro desconocido|campo sconosciuto|"
          rf"campo desconhecido|不明なフィールド|未知のフィールド|неизвестное поле|неизвестный параметр)"
          rf"\s*[:：]?\s*{_Q}(?P<tok>{_P})", re.I), "any"),
-    (LazyRegex(rf"{_Q}(?P<tok>{_P}){_QE}\s*(?:字段)?\s*(?:是未知字段|为未知字段|不受支持|不被支持|不支持|"
+    (re.compile(rf"{_Q}(?P<tok>{_P}){_QE}\s*(?:字段)?\s*(?:是未知字段|为未知字段|不受支持|不被支持|不支持|"
          rf"は不明なフィールドです|はサポートされていません|ist unbekannt|ist nicht erlaubt|wird nicht unterstützt|"
          rf"n'est pas (?:reconnu|autorisé|pris en charge)|no es (?:reconocido|compatible|válido)|"
          rf"no está permitido|non è (?:supportato|consentito)|не поддерживается|не разрешено)", re.I), "any"),

@@ -69,9 +69,8 @@ class Decision:
 @dataclass(slots=True)
 class PlannedMessage:
     """One stored message as the wire must render it. Read-only by contract: planned messages
-    are cached and shared between requests. Not ``frozen`` only because a frozen dataclass
-    costs about 11,000 more instructions to construct (every field through
-    ``object.__setattr__``), and a cold build constructs one per stored message."""
+    are cached and shared between requests. Not ``frozen``: a cold build constructs one per
+    stored message."""
 
     index: int
     """Position in the stored history."""

@@ -34,7 +34,7 @@ from ..errors import HermesError, StoreError
 from ..messages import Message, RouteKey, digest_of
 from ..paths import db_path
 from . import ledger
-from .codec import collector_paused, messages_from_rows, part_to_row
+from .codec import messages_from_rows, part_to_row
 from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability, SessionInfo
@@ -201,8 +201,7 @@ class Store(SharedMethods):
         holds the first ``start`` messages (``hermes.hot``) needs after another one committed."""
         if not self._read("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
             raise self._unknown(session_id)
-        with collector_paused():
-            return messages_from_rows(self._read(_LOAD_SQL, (session_id, start)))
+        return messages_from_rows(self._read(_LOAD_SQL, (session_id, start)))
 
     def append_turn(
         self,

@@ -34,7 +34,7 @@ import orjson
 from ..errors import HermesError, StoreError
 from ..messages import Message, RouteKey, digest_of
 from . import ledger
-from .codec import collector_paused, messages_from_rows, part_to_row
+from .codec import messages_from_rows, part_to_row
 from .db import _LOAD_SQL, _json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
@@ -206,8 +206,7 @@ class PgStore(SharedMethods):
             if cur.fetchone() is None:
                 raise self._unknown(session_id)
             found = rows.fetchall()
-        with collector_paused():  # not around the fetch: no pause while waiting on the server
-            return messages_from_rows(found, binary=True)
+        return messages_from_rows(found, binary=True)
 
     def append_turn(self, session_id: str, messages: Sequence[Message], *, route_key: RouteKey | None = None,
                     usage: Mapping[str, Any] | None = None, fence: Lease | None = None) -> int:
