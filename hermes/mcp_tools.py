@@ -27,13 +27,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import json
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from .errors import redact
 from .events import AgentEvent, EventSink, McpFailed, McpStarted, McpStarting
@@ -126,10 +125,20 @@ async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator
         yield s
 
 
+def _structured_text(value: Any) -> str:
+    """Structured content as JSON text. The standard library, not orjson: a server may send
+    integers wider than 64 bits, which orjson refuses; what even this cannot write becomes a
+    one-line note instead of an exception."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as e:
+        return f"[structured content that cannot be written as JSON ({type(e).__name__}) — not shown]"
+
+
 def _result_text(result: Any) -> str:
     parts = [describe_content(b) for b in result.content or []]
     if not parts and result.structured_content is not None:
-        parts.append(orjson.dumps(result.structured_content).decode())
+        parts.append(_structured_text(result.structured_content))
     return "\n".join(parts) or "(no output)"
 
 

@@ -732,7 +732,8 @@ def _recorder(whole: bool) -> Callable[[bytes], None]:
 
 def _mcp_result(data: bytes) -> None:
     """A ``tools/call`` result as the MCP client library validates it, then turned into the text
-    the model sees. What the library refuses reaches the model as a tool error (a refusal here)."""
+    the model sees, which must survive the stored form. What the library refuses reaches the
+    model as a tool error (a refusal here)."""
     import pydantic
     from mcp.types import CallToolResult
 
@@ -742,8 +743,14 @@ def _mcp_result(data: bytes) -> None:
         result = CallToolResult.model_validate_json(data)
     except pydantic.ValidationError as e:
         raise HermesError(f"MCP result refused by the client library: {e.error_count()} errors") from None
-    if not isinstance(_result_text(result), str):
+    from hermes import messages
+
+    text = _result_text(result)
+    if not isinstance(text, str):
         raise AssertionError("MCP result text is not text")
+    msg = messages.Message("tool", (messages.ToolResult("c", text, "s__t"),))
+    if messages.loads(messages.dumps(msg)) != msg:
+        raise AssertionError("MCP result text does not survive the stored form")
 
 
 WIRES = ("openai_chat", "anthropic", "gemini", "openai_responses")

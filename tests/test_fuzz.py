@@ -110,6 +110,12 @@ def test_reasoning_details_entry_whose_type_is_an_object_is_a_stream_error() -> 
         BY_NAME["openai_chat.sse"].run(data)
 
 
+def test_mcp_structured_content_with_an_integer_wider_than_64_bits_is_text() -> None:
+    """Found by ``bench/fuzz.py --minutes 10``: orjson refused the integer (TypeError: Integer
+    exceeds 64-bit range) while the result was turned into the model's text."""
+    BY_NAME["mcp.result"].run(b'{"content":[],"structuredContent":{"":[22337203336854775808,""],"n":2},"":true}')
+
+
 def test_the_run_seed_is_fresh_or_replayed() -> None:
     """The quick profile's seed comes from the environment when given, else from the OS."""
     import os

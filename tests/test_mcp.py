@@ -35,6 +35,7 @@ import hashlib
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import CallToolResult
 
 app = MCPServer("test-server")
 PNG = bytes.fromhex("89504e470d0a1a0a") + bytes(992)
@@ -78,6 +79,12 @@ async def sleep(seconds: float) -> str:
     import anyio
     await anyio.sleep(seconds)
     return "awake"
+
+
+@app.tool()
+def wide() -> CallToolResult:
+    """Structured content only, holding an integer wider than 64 bits."""
+    return CallToolResult(content=[], structured_content={"n": 2**70, "s": "x"})
 
 
 @app.tool()
@@ -251,6 +258,8 @@ def test_hub_lists_and_calls_stdio_and_http_tools(server_py: Path, http_server: 
         assert run("web__whoami", {}) == (False, digest)
         is_error, text = run("local__picture", {})
         assert not is_error and text == "[image: image/png, 1,000 bytes — not shown to the model]"
+        # structured content is JSON text, whatever the width of its integers
+        assert run("local__wide", {}) == (False, '{"n":1180591620717411303424,"s":"x"}')
         is_error, text = run("local__fails", {"reason": "no"})
         assert is_error and "local/fails failed" in text and "refused: no" in text
         # the server got its env; the secret it was given never reaches the model
