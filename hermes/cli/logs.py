@@ -50,6 +50,8 @@ def _proxy_line(ts: str, where: str, rec: Mapping[str, Any]) -> str:
     tail = " · retried once" if rec.get("retried") else ""
     if rec.get("mapped_ids"):
         tail += f" · {rec['mapped_ids']} tool-call id(s) mapped"
+    if rec.get("memory"):
+        tail += f" · memory {rec['memory']}"
     return (f"{ts} proxy:{rec.get('tenant', '-')[:8]} ⇄ {where} [{seen}; {' | '.join(bits) or 'unchanged'}]"
             f" HTTP {rec.get('status')} {rec.get('ms')}ms{tail}")
 

@@ -133,7 +133,7 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
     import orjson
 
     from ..errors import HistoryError
-    from ..proxy import open_memory
+    from ..proxy import open_memory, tenant_of
     from ..proxy.app import prepare, route_row
     from ..rejections import learned_for
     from ..resolve import resolve
@@ -164,10 +164,11 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
     memory = open_memory(store, bounds)
     try:
         target = resolve(row.key, upstream, str(body["model"]), table=options.table)
-        target, tenant, rw = prepare(body, target, headers, memory.recall, learned_for(store, None, target))
+        tenant = tenant_of(headers, target.route.key)
+        rw = prepare(body, target, tenant, memory.recall, learned_for(store, None, target))
     finally:
         memory.close()
         store.close()
     echo_json({"route": target.route.key, "upstream": f"{upstream}/chat/completions", "model": target.model,
-               "tenant": tenant[:10], "changed": rw.body is not None, **rw.summary(),
+               "tenant": tenant[:10] if tenant else "none", "changed": rw.body is not None, **rw.summary(),
                "body": rw.body if rw.body is not None else body})

@@ -145,7 +145,9 @@ class Proxy:
         model = body.get("model") if isinstance(body, dict) else None
         if not isinstance(model, str) or not model or not isinstance(body, dict):
             return await self.relay(request.method, url, headers, raw)  # the upstream says what is wrong
-        target, tenant, rw = self.prepare(body, row, upstream, headers)
+        # the client's own credentials, before --env-keys adds the proxy's: keyless clients share nothing
+        tenant = tenant_of(request.headers, row.key, request.scope.get("query_string", b"").decode("latin-1"))
+        target, rw = self.prepare(body, row, upstream, tenant)
         for k, v in endpoint(target)[1].items():
             headers.setdefault(k, v)
         resp = await self.send(url, headers, rw, raw)
@@ -159,7 +161,7 @@ class Proxy:
                                         attempt=chat_attempt(rw.plan, sent))
             if recover(self.ledger, None, target, problem, retry):
                 self._learned.clear()
-                target, tenant, rw = self.prepare(body, row, upstream, headers)
+                target, rw = self.prepare(body, row, upstream, tenant)
                 resp = await self.send(url, headers, rw, raw)
             else:
                 self.log(target, tenant, rw, resp.status_code, t0, bool(body.get("stream")), retry)
@@ -198,7 +200,7 @@ class Proxy:
         try:
             return await self.client.send(req, stream=True)
         except httpx.HTTPError as e:
-            raise ApiError(502, "upstream_unreachable", f"cannot reach {url}: {type(e).__name__}: {e}") from None
+            raise ApiError(502, "upstream_unreachable", f"cannot reach {_shown(url)}: {type(e).__name__}: {e}") from None
 
     async def check(self, resp: httpx.Response, url: str) -> None:
         """A 502 (and the answer dropped) when its declared length is past the bound."""
@@ -206,24 +208,24 @@ class Proxy:
             check_declared(resp, self.options.max_upstream_body)
         except TooLarge as e:
             await resp.aclose()
-            raise ApiError(502, "upstream_too_large", f"{url}: {e}") from None
+            raise ApiError(502, "upstream_too_large", f"{_shown(url)}: {e}") from None
 
     async def read(self, resp: httpx.Response, url: str) -> bytes:
         """The whole answer, bounded (a 502 past ``max_upstream_body``)."""
         try:
             return await read_bounded(resp, self.options.max_upstream_body)
         except TooLarge as e:
-            raise ApiError(502, "upstream_too_large", f"{url}: {e}") from None
+            raise ApiError(502, "upstream_too_large", f"{_shown(url)}: {e}") from None
         except httpx.HTTPError as e:
-            raise ApiError(502, "upstream_unreachable", f"{url}: {type(e).__name__}: {e}") from None
+            raise ApiError(502, "upstream_unreachable", f"{_shown(url)}: {type(e).__name__}: {e}") from None
 
-    async def stage(self, tenant: str, rec: Recorder) -> None:
+    async def stage(self, tenant: str | None, rec: Recorder) -> None:
         """Remember the turn ``rec`` folded: visible to this process's next request at once
         (``pending``), durable in the memory store a moment later (a worker thread writes it) —
         or, with ``durable_first``, durable before this returns (the client is still waiting)."""
         msg = rec.message()
         key = message_key(msg) if msg is not None else None
-        if msg is None or key is None:
+        if msg is None or key is None or tenant is None:
             return
         rec.recorded = True
         self.pending[(tenant, key)] = msg
@@ -280,15 +282,17 @@ class Proxy:
                 log_event("proxy_error", error=redact(f"cannot read the reasoning memory: {e}"))
         return out
 
-    async def log_after(self, rec: Recorder, target: Resolved, tenant: str, rw: Rewrite, status: int, t0: float,
+    async def log_after(self, rec: Recorder, target: Resolved, tenant: str | None, rw: Rewrite, status: int, t0: float,
                         stream: bool, retry: RetryState) -> None:
         self.log(target, tenant, rw, status, t0, stream, retry, recorded=rec.recorded)
 
-    def log(self, target: Resolved, tenant: str, rw: Rewrite, status: int, t0: float, stream: bool,
+    def log(self, target: Resolved, tenant: str | None, rw: Rewrite, status: int, t0: float, stream: bool,
             retry: RetryState, *, recorded: bool = False) -> None:
-        log_event("proxy", route=target.route.key, host=target.host, model=target.model, tenant=tenant[:10],
-                  stream=stream, status=status, ms=round((time.perf_counter() - t0) * 1000, 1),
-                  recorded=recorded, retried=retry.retried, **rw.summary())
+        off = {} if tenant else {"memory": "off: the request carries no credential, so nothing is restored or recorded"}
+        log_event("proxy", route=target.route.key, host=target.host, model=target.model,
+                  tenant=tenant[:10] if tenant else "none", stream=stream, status=status,
+                  ms=round((time.perf_counter() - t0) * 1000, 1), recorded=recorded, retried=retry.retried,
+                  **off, **rw.summary())
 
     # --- everything else ----------------------------------------------------------------
     async def relay(self, method: str, url: str, headers: dict[str, str], raw: bytes) -> Response:
@@ -297,11 +301,9 @@ class Proxy:
         body = bounded(resp, self.options.max_upstream_body)
         return _back(StreamingResponse(body, resp.status_code), resp.headers, decoded=False)
 
-    def prepare(self, body: dict[str, Any], row: Row, upstream: str,
-                headers: Mapping[str, str]) -> tuple[Resolved, str, Rewrite]:
-        model = str(body["model"])
-        target = self.target(row, upstream, model)
-        return prepare(body, target, headers, self.recall, self.learned(target))
+    def prepare(self, body: dict[str, Any], row: Row, upstream: str, tenant: str | None) -> tuple[Resolved, Rewrite]:
+        target = self.target(row, upstream, str(body["model"]))
+        return target, prepare(body, target, tenant, self.recall, self.learned(target))
 
 
 def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
@@ -326,12 +328,19 @@ Recall = Callable[[str, Sequence[str]], dict[str, Message]]
 """(tenant, keys) → the recorded turns among keys: ``ReasoningMemory.recall`` or the proxy's."""
 
 
-def prepare(body: dict[str, Any], target: Resolved, headers: Mapping[str, str], recall: Recall,
-            learned: Learned) -> tuple[Resolved, str, Rewrite]:
-    """(target, tenant, rewrite) for one chat request: what the proxy and ``--dry-run`` share."""
-    tenant = tenant_of(headers, target.route.key)
-    rw = rewrite(body, target, partial(recall, tenant), learned)
-    return target, tenant, rw
+def prepare(body: dict[str, Any], target: Resolved, tenant: str | None, recall: Recall, learned: Learned) -> Rewrite:
+    """The rewrite of one chat request for ``tenant`` (``tenant_of``; None: no credential, so
+    nothing is recalled): what the proxy and ``--dry-run`` share."""
+    return rewrite(body, target, partial(recall, tenant) if tenant else _nothing, learned)
+
+
+def _nothing(keys: Sequence[str]) -> dict[str, Message]:
+    return {}
+
+
+def _shown(url: str) -> str:
+    """``url`` for error text: without its query, which may hold the client's key (``?key=``)."""
+    return url.partition("?")[0]
 
 
 def _may_learn(status: int) -> bool:

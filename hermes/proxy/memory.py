@@ -10,8 +10,9 @@ so those identify it:
 * a turn without calls by its visible text (``<think>`` tags split off as the decoder does,
   outer whitespace ignored).
 
-Memory is per **tenant**: a hash of the client's API key and the route, so one client never
-receives another's reasoning. It is bounded per tenant by size (oldest recordings go first)
+Memory is per **tenant**: a hash of the client's credentials and the route, so one client
+never receives another's reasoning; a request without any credential has no tenant, so
+nothing is recorded or restored for it. It is bounded per tenant by size (oldest recordings go first)
 and by age (an expired recording is never restored, and is deleted by the next prune).
 
 ``ReasoningMemory`` is the narrow interface the proxy uses; ``SqliteMemory`` keeps it in
@@ -31,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import parse_qsl
 
 import orjson
 
@@ -51,6 +53,8 @@ __all__ = [
 
 _DECODED = 4096
 _AUTH_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+_AUTH_PARAMS = frozenset({"key", "api_key", "api-key"})
+"""Query parameters that carry a key (Google's API takes ``?key=``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,17 +65,27 @@ class Bounds:
     """A recording older than this is never restored."""
 
 
-def tenant_of(headers: Mapping[str, str], route: str) -> str:
-    """The tenant of a request: sha256 over the credential the client sent and the route.
+def tenant_of(headers: Mapping[str, str], route: str, query: str = "") -> str | None:
+    """The tenant of a request: sha256 over every credential the client sent and the route.
 
-    Requests without a credential (local servers) share one anonymous tenant per route.
+    Credentials are the headers and query parameters a route may take a key from (``Bearer``,
+    ``x-api-key``, ``x-goog-api-key``, ``api-key``, Google's ``?key=``), each with its name.
+    None when the request carries none: such requests share nothing, so nothing is restored
+    for them (two keyless clients would otherwise be one tenant).
     """
     h = hashlib.sha256(b"hermes-proxy-tenant\0")
+    found = False
     for name in _AUTH_HEADERS:
-        value = headers.get(name)
-        if value:
-            h.update(f"{name}\0{value.strip()}\0".encode("utf-8", "surrogatepass"))
-            break
+        value = (headers.get(name) or "").strip()
+        if value and not (name == "authorization" and value.lower() in ("bearer", "basic")):  # a scheme, no key
+            h.update(f"{name}\0{value}\0".encode("utf-8", "surrogatepass"))
+            found = True
+    for name, value in parse_qsl(query, keep_blank_values=False):
+        if name.lower() in _AUTH_PARAMS and value.strip():
+            h.update(f"?{name}\0{value.strip()}\0".encode("utf-8", "surrogatepass"))
+            found = True
+    if not found:
+        return None
     h.update(route.encode())
     return h.hexdigest()
 

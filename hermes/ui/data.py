@@ -325,6 +325,8 @@ def _proxy_summary(rec: Mapping[str, Any]) -> str:
         bits.append(f"{rec.get('recognised', 0)}/{rec['assistant_messages']} turns recognised")
     if rec.get("retried"):
         bits.append("retried")
+    if rec.get("memory"):
+        bits.append(f"memory {rec['memory']}")
     return "; ".join(bits) or "passed through"
 
 
