@@ -3,7 +3,8 @@
 A :class:`Runtime` is built once per process from (config, route table, store) and does the
 four things every front end needs, the same way for each:
 
-* **open** a session — resumed, the latest, or new — and choose its route;
+* **open** a session — resumed, the latest, or new (a draft, stored with its first step) — and
+  choose its route;
 * **switch** a session's route (REPL ``/model``, a gateway turn naming provider/model);
 * **compress** a stored session under its lease;
 * **build** an agent — settings, stream, step limit, compaction budget — and run a turn under
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from .messages import Message
     from .replay import BuildMemo, Settings
     from .store import SessionInfo, SessionStore
+    from .store.draft import Drafting
     from .store.lease import Lease
     from .tools import Toolbox
     from .transport import Transport
@@ -83,6 +85,8 @@ class Runtime:
     """Routes chosen so far: ``choose_route`` is a pure function of its arguments once config and
     the table are fixed (they are, for a runtime's life), and resolving explains itself at some
     cost (look-alike rows, URL checks), which a gateway would pay twice a turn."""
+    _drafts: Drafting | None = field(default=None, init=False, repr=False)
+    """The view holding the session :meth:`draft` opened, if any."""
 
     @classmethod
     def load(cls, *, config: Config | None = None, store: SessionStore | None = None,
@@ -137,8 +141,23 @@ class Runtime:
                 raise StoreError("no session to continue", hint="start one with `hermes chat`")
         if info is None:
             resolved = self.route(provider=provider, model=model, base_url=base_url)
-            return self.create(resolved, base_url=base_url, title=title), resolved
+            return self.draft(resolved, base_url=base_url, title=title), resolved
         return info.id, self.switch(info, provider=provider, model=model, base_url=base_url)
+
+    def draft(self, resolved: Resolved, *, base_url: str | None = None, title: str = "") -> str:
+        """A new session on ``resolved`` that is stored with its first step (``hermes.store.draft``):
+        from here on this runtime's store is the view that holds it."""
+        from .store.draft import Drafting, new_session
+
+        new = new_session(provider=resolved.route.key, model=resolved.model,
+                          base_url=explicit_url(resolved, base_url), title=title)
+        self._drafts = Drafting(self.store, new)
+        self.store = self._drafts
+        return new.id
+
+    def stored(self, session_id: str) -> bool:
+        """False while ``session_id`` is a draft none of whose steps has committed yet."""
+        return self._drafts is None or not self._drafts.pending(session_id)
 
     def switch(self, info: SessionInfo, *, provider: str | None = None, model: str | None = None,
                base_url: str | None = None, check: Callable[[Resolved], None] | None = None) -> Resolved:

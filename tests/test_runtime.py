@@ -57,15 +57,17 @@ def test_one_runtime_opens_switches_compresses_and_reopens(emulator: Any, tmp_pa
         rt = Runtime(Config(), load_table(None), store)
         sid, resolved = rt.open(provider="deepseek", model="deepseek-v4-pro", base_url=emulator.url("deepseek"),
                                 title="one runtime")
-        info = store.get_session(sid)
+        info = rt.store.get_session(sid)  # a draft until its first step commits: nothing stored yet
         assert (info.provider, info.model, info.base_url) == ("deepseek", "deepseek-v4-pro", emulator.url("deepseek"))
+        assert not rt.stored(sid) and store.list_sessions() == []
 
         events: list[AgentEvent] = []
         agent = rt.agent(_toolbox(), api_key=rt.key(resolved), on_event=events.append)
         first = rt.turn(agent, sid, "which file is largest?", resolved)
         assert first.stopped == "answer" and first.steps == 2
         assert store.lease_holder(sid) is None, "the turn's lease is released"
-        assert agent.store is store, "the fenced view is only lent for the turn"
+        assert agent.store is rt.store, "the fenced view is only lent for the turn"
+        assert rt.stored(sid) and store.get_session(sid).title == "one runtime"
         assert [type(e) for e in events if isinstance(e, Waiting | Requested)] == [Waiting, Requested] * 2
 
         # a switch the caller refuses writes nothing

@@ -223,6 +223,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
                               hint='pass -q "your question", pipe lines in, or run `hermes chat` in a terminal')
         piped.append(first)
     sid: str | None = None
+    runtime: Runtime | None = None
     _exit_on_hangup()
     try:
         runtime = Runtime.load()
@@ -256,7 +257,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
             return
     except Exception as e:
         if as_json:  # stdout still gets one JSON object; the error line and exit code follow as usual
-            echo_json(_failure(e, sid))
+            echo_json(_failure(e, sid if sid and runtime is not None and runtime.stored(sid) else None))
         raise
     from .repl import run_repl
 

@@ -63,7 +63,8 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
     provider the key is that provider's own, as for a gateway turn."""
     store = runtime.store
     key_route = resolved.route.key
-    click.echo(f"session {sid} · {resolved.route.key} · {resolved.model}  (/help for commands)", err=True)
+    new = "" if runtime.stored(sid) else "new "  # a draft: stored with its first answer
+    click.echo(f"{new}session {sid} · {resolved.route.key} · {resolved.model}  (/help for commands)", err=True)
     for line in itertools.chain(pending, _lines()):
         text = line.strip()
         if not text:
@@ -103,7 +104,7 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                     agent.api_key = given
                     click.echo(f"now {resolved.route.key} · {resolved.model}", err=True)
                 elif cmd == "/sessions":
-                    for s in store.list_sessions(10):
+                    for s in store.list_sessions(10, include_empty=False):
                         mark = "*" if s.id == sid else " "
                         click.echo(f"{mark} {s.id}  {s.provider}/{s.model}  {s.message_count} msgs  {s.title}", err=True)
                 else:

@@ -35,10 +35,12 @@ def sessions() -> None:
 
 @sessions.command("list")
 @click.option("--limit", "-n", default=20, show_default=True, help="How many, newest first.")
+@click.option("--all", "-a", "all_", is_flag=True,
+              help="Also sessions without messages (made by a gateway client, or an older Hermes).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def list_(limit: int, as_json: bool) -> None:
-    """Recent sessions."""
-    rows = _store().list_sessions(limit)
+def list_(limit: int, all_: bool, as_json: bool) -> None:
+    """Recent sessions (those with messages, unless --all)."""
+    rows = _store().list_sessions(limit, include_empty=all_)
     if as_json:
         echo_json([{"id": s.id, "title": s.title, "provider": s.provider, "model": s.model, "base_url": s.base_url,
                     "parent_id": s.parent_id, "messages": s.message_count, "turns": s.turn_count,

@@ -25,7 +25,7 @@ from ..messages import Message, RouteKey
 from .codec import blob_hash
 from .db import Store, merge_patch
 from .lease import Lease
-from .records import Capability, SessionInfo
+from .records import Capability, NewSession, SessionInfo
 from .runs import RunRow
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Capability",
     "Lease",
+    "NewSession",
     "RunRow",
     "SessionInfo",
     "SessionStore",
@@ -65,7 +66,7 @@ class SessionStore(Protocol):
         model_config: Mapping[str, Any] | None = None,
     ) -> str: ...
     def get_session(self, ref: str) -> SessionInfo: ...
-    def list_sessions(self, limit: int = 20) -> list[SessionInfo]: ...
+    def list_sessions(self, limit: int = 20, *, include_empty: bool = True) -> list[SessionInfo]: ...
     def latest_session(self) -> SessionInfo | None: ...
     def update_session(
         self,
@@ -88,6 +89,7 @@ class SessionStore(Protocol):
         route_key: RouteKey | None = None,
         usage: Mapping[str, Any] | None = None,
         fence: Lease | None = None,
+        create: NewSession | None = None,
     ) -> int: ...
     def branch(self, session_id: str, *, upto_seq: int | None = None, title: str = "") -> str: ...
     def export_jsonl(self, session_id: str) -> Iterator[bytes]: ...

@@ -37,7 +37,7 @@ from . import ledger
 from .codec import messages_from_rows, part_to_row
 from .lease import Lease, check_fence
 from .opening import explain, open_db
-from .records import Capability, SessionInfo
+from .records import Capability, NewSession, SessionInfo
 from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
 from .shared import _INFO_SQL, SharedMethods
 
@@ -211,16 +211,21 @@ class Store(SharedMethods):
         route_key: RouteKey | None = None,
         usage: Mapping[str, Any] | None = None,
         fence: Lease | None = None,
+        create: NewSession | None = None,
     ) -> int:
         """Append one turn's messages atomically; returns the turn number (1, 2, ...).
 
         Everything — serialising parts included — happens inside the transaction, so any
         failure (a part that is not JSON, a constraint, a kill) leaves no trace of the turn.
         With ``fence``, the lease is re-checked in the same transaction (:class:`LeaseLost`).
+        With ``create``, the session row (and ``fence``'s lease row) is written in that same
+        transaction first: a session exists only with its first step.
         """
         if not messages:
             raise StoreError("a turn needs at least one message")
         with self._write("append a turn") as c:
+            if create is not None:
+                self._insert_new(c, create, fence)
             # the lease row in the same statement (as on PostgreSQL): a gateway commits two
             # steps a turn, each one statement fewer
             first, turn, exists, owner, held = c.execute(
@@ -252,6 +257,21 @@ class Store(SharedMethods):
                 self._insert_message(c, session_id, first + i, turn, m, now)
             c.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
         return int(turn)
+
+    @staticmethod
+    def _insert_new(c: sqlite3.Connection, new: NewSession, fence: Lease | None) -> None:
+        """The row of a session created with its first step; a taken id is refused."""
+        if c.execute("SELECT 1 FROM sessions WHERE id = ?", (new.id,)).fetchone():
+            raise StoreError(f"session {new.id!r} already exists: the new session's first step was not stored")
+        c.execute(
+            "INSERT INTO sessions (id, created, updated, title, provider, model, base_url, model_config,"
+            " lease_fence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (new.id, new.created or time.time(), time.time(), new.title, new.provider, new.model, new.base_url,
+             _json(new.model_config, "model_config"), 0 if fence is None else fence.fence),
+        )
+        if fence is not None:
+            c.execute("INSERT INTO session_locks (session_id, owner, expires, fence) VALUES (?, ?, ?, ?)",
+                      (new.id, fence.owner, time.time() + new.lease_ttl_s, fence.fence))
 
     @staticmethod
     def _insert_message(

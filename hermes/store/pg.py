@@ -38,7 +38,7 @@ from .codec import messages_from_rows, part_to_row
 from .db import _LOAD_SQL, _json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
-from .records import Capability, SessionInfo
+from .records import Capability, NewSession, SessionInfo
 from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
 from .shared import _INFO_ONE, SharedMethods
 
@@ -209,8 +209,11 @@ class PgStore(SharedMethods):
         return messages_from_rows(found, binary=True)
 
     def append_turn(self, session_id: str, messages: Sequence[Message], *, route_key: RouteKey | None = None,
-                    usage: Mapping[str, Any] | None = None, fence: Lease | None = None) -> int:
-        """Append one step atomically under the session's row lock; returns its turn number."""
+                    usage: Mapping[str, Any] | None = None, fence: Lease | None = None,
+                    create: NewSession | None = None) -> int:
+        """Append one step atomically under the session's row lock; returns its turn number.
+        With ``create``, the session row (and ``fence``'s lease row) is written first, in the
+        same transaction, as :meth:`Store.append_turn` does."""
         if not messages:
             raise StoreError("a turn needs at least one message")
         try:  # serialise outside the lock: a part that is not JSON fails before any write
@@ -229,7 +232,18 @@ class PgStore(SharedMethods):
             rk = _json({"provider": route_key.provider, "host": route_key.host, "model": route_key.model,
                         "wire": route_key.wire}, "route_key")
         use = None if usage is None else _json(dict(usage), "usage")
+        new_config = None if create is None else _json(create.model_config, "model_config")
         with self._write("append a turn", pipelined=True) as cur, cur.connection.cursor() as after:
+            if create is not None:  # a taken id fails the insert: the whole step is refused
+                now = time.time()
+                cur.execute("INSERT INTO sessions (id, created, updated, title, provider, model, base_url,"
+                            " model_config, lease_fence) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                            (create.id, create.created or now, now, create.title, create.provider, create.model,
+                             create.base_url, new_config, 0 if fence is None else fence.fence))
+                if fence is not None:
+                    cur.execute(f"INSERT INTO session_locks (session_id, owner, expires, fence)"
+                                f" VALUES (%s, %s, {_NOW} + %s, %s)",
+                                (create.id, fence.owner, create.lease_ttl_s, fence.fence))
             # sent together; the server runs them in order, so the second statement's snapshot
             # is taken after the row lock is granted: it sees every earlier writer's commit
             cur.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,))

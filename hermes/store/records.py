@@ -6,10 +6,10 @@ without holding a connection, and a PostgreSQL store can return the same shapes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Capability", "SessionInfo"]
+__all__ = ["Capability", "NewSession", "SessionInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +49,20 @@ class Capability:
     """Why it was learned (status, error excerpt, session id ...), from the last change."""
     created: float
     updated: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewSession:
+    """A session row to write with its first step (``append_turn(..., create=...)``), so a turn
+    that never got a step leaves nothing behind (``hermes.store.draft``)."""
+
+    id: str
+    provider: str
+    model: str
+    base_url: str = ""
+    title: str = ""
+    model_config: dict[str, Any] = field(default_factory=dict)
+    created: float = 0.0
+    """Unix seconds when the session was opened (not when its first step committed)."""
+    lease_ttl_s: float = 30.0
+    """Expiry of the lease row written with it when the step is fenced."""

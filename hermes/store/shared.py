@@ -68,14 +68,15 @@ class SharedMethods:
             raise self._unknown(ref)
         return SessionInfo(*rows[0])
 
-    def list_sessions(self, limit: int = 20) -> list[SessionInfo]:
-        """Most recently updated first."""
-        rows = self._read(_INFO_SQL + " ORDER BY s.updated DESC, s.id LIMIT ?", (limit,))
+    def list_sessions(self, limit: int = 20, *, include_empty: bool = True) -> list[SessionInfo]:
+        """Most recently updated first; without ``include_empty``, only sessions with messages."""
+        where = "" if include_empty else " WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
+        rows = self._read(_INFO_SQL + where + " ORDER BY s.updated DESC, s.id LIMIT ?", (limit,))
         return [SessionInfo(*r) for r in rows]
 
     def latest_session(self) -> SessionInfo | None:
-        """The session ``--continue`` resumes; ``None`` when there is none."""
-        found = self.list_sessions(1)
+        """The session ``--continue`` resumes: the last one with messages; ``None`` when there is none."""
+        found = self.list_sessions(1, include_empty=False)
         return found[0] if found else None
 
     def export_jsonl(self, session_id: str) -> Iterator[bytes]:

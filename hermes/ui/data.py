@@ -45,7 +45,7 @@ def session_rows(store: SessionStore, query: str = "", limit: int = 500) -> list
     """Newest first; ``query`` matches (case-insensitively) id, title, route, model or parent."""
     q = query.strip().lower()
     rows = []
-    for s in store.list_sessions(limit):
+    for s in store.list_sessions(limit, include_empty=False):
         hay = " ".join((s.id, s.title, s.provider, s.model, s.parent_id or "")).lower()
         if q and q not in hay:
             continue
