@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from _procs import listening, stop_all
 
-__all__ = ["Seen", "Upstream", "log_records", "proxy_process", "send_json"]
+__all__ = ["Running", "Seen", "Upstream", "log_records", "proxy_process", "send_json"]
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,17 @@ def send_json(handler: BaseHTTPRequestHandler, body: Any, status: int = 200,
     handler.wfile.write(raw)
 
 
+@dataclass(frozen=True)
+class Running:
+    root: str
+    """``http://127.0.0.1:PORT``"""
+    pid: int
+
+
 @contextlib.contextmanager
-def proxy_process(home: Path, *args: str) -> Iterator[str]:
-    """A real ``hermes proxy --port 0 ARGS`` with ``HERMES_HOME=home``; yields its root URL
-    (``http://127.0.0.1:PORT``). No ``HERMES_*`` or ``*_API_KEY`` of this machine reaches it."""
+def proxy_process(home: Path, *args: str) -> Iterator[Running]:
+    """A real ``hermes proxy --port 0 ARGS`` with ``HERMES_HOME=home``. No ``HERMES_*`` or
+    ``*_API_KEY`` of this machine reaches it."""
     home.mkdir(parents=True, exist_ok=True)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("HERMES_") and not k.endswith("_API_KEY")},
            "HERMES_HOME": str(home)}
@@ -96,7 +103,7 @@ def proxy_process(home: Path, *args: str) -> Iterator[str]:
     proc = subprocess.Popen([sys.executable, "-m", "hermes", "proxy", "--port", "0", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     try:
-        yield listening(proc, err, "hermes proxy").removesuffix("/<route>")
+        yield Running(listening(proc, err, "hermes proxy").removesuffix("/<route>"), proc.pid)
     finally:
         stop_all([proc])
 

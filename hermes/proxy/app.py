@@ -180,13 +180,19 @@ class Proxy:
 
         async def relay() -> AsyncIterator[bytes]:
             staged = not ok
-            async for chunk in bounded(resp, limit):
-                if not staged:
-                    rec.feed(chunk)  # remembered before the client can ask again
-                    if rec.finished:
-                        staged = True
-                        await self.stage(tenant, rec)
-                yield chunk
+            try:
+                async for chunk in bounded(resp, limit):
+                    if not staged:
+                        rec.feed(chunk)  # remembered before the client can ask again
+                        if rec.finished:
+                            staged = True
+                            await self.stage(tenant, rec)
+                    yield chunk
+            except TooLarge as e:
+                log_event("proxy_error", route=target.route.key, error=f"{_shown(url)}: {e}; the stream was cut")
+                if resp.headers.get("content-encoding", "identity") != "identity":
+                    raise  # an encoded body takes no event of ours: the connection is cut
+                yield _stream_error(f"{e}; the stream was cut here")
 
         return _back(StreamingResponse(relay(), resp.status_code, background=done), resp.headers, decoded=False)
 
@@ -208,14 +214,14 @@ class Proxy:
             check_declared(resp, self.options.max_upstream_body)
         except TooLarge as e:
             await resp.aclose()
-            raise ApiError(502, "upstream_too_large", f"{_shown(url)}: {e}") from None
+            raise _too_large(url, e) from None
 
     async def read(self, resp: httpx.Response, url: str) -> bytes:
         """The whole answer, bounded (a 502 past ``max_upstream_body``)."""
         try:
             return await read_bounded(resp, self.options.max_upstream_body)
         except TooLarge as e:
-            raise ApiError(502, "upstream_too_large", f"{_shown(url)}: {e}") from None
+            raise _too_large(url, e) from None
         except httpx.HTTPError as e:
             raise ApiError(502, "upstream_unreachable", f"{_shown(url)}: {type(e).__name__}: {e}") from None
 
@@ -336,6 +342,19 @@ def prepare(body: dict[str, Any], target: Resolved, tenant: str | None, recall: 
 
 def _nothing(keys: Sequence[str]) -> dict[str, Message]:
     return {}
+
+
+def _too_large(url: str, e: TooLarge) -> ApiError:
+    """The 502 for an answer past ``--max-upstream-body``, logged (the client may not say)."""
+    log_event("proxy_error", error=f"{_shown(url)}: {e}")
+    return ApiError(502, "upstream_too_large", f"{_shown(url)}: {e}")
+
+
+def _stream_error(message: str) -> bytes:
+    """An OpenAI-style error event ending a stream (the SDKs raise it); the blank lines first
+    end whatever event the relayed bytes were in the middle of."""
+    return b"\n\ndata: " + orjson.dumps({"error": {"message": message, "type": "api_error", "param": None,
+                                                 "code": "upstream_too_large"}}) + b"\n\n"
 
 
 def _shown(url: str) -> str:

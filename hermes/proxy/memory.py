@@ -46,6 +46,7 @@ __all__ = [
     "ReasoningMemory",
     "SqliteMemory",
     "client_key",
+    "fitting",
     "message_key",
     "open_memory",
     "tenant_of",
@@ -151,7 +152,8 @@ class ReasoningMemory(Protocol):
         ...
 
     def remember(self, tenant: str, key: str, message: Message) -> None:
-        """Record one turn (replacing an earlier one with the same key), then enforce the bounds."""
+        """Record one turn (replacing an earlier one with the same key), then enforce the bounds;
+        ``StoreError`` for a turn larger than the tenant's whole bound (``fitting``)."""
         ...
 
     def prune(self) -> int:
@@ -195,6 +197,15 @@ class Decoded:
                         self._rows.popitem(last=False)
             out[key] = m
         return out
+
+
+def fitting(message: Message, bounds: Bounds) -> str:
+    """``message`` as stored, or ``StoreError`` when it alone is past ``bounds.max_bytes``:
+    evicting down to the bound would delete it and every other recording of the tenant."""
+    data = dumps(message).decode()
+    if len(data) > bounds.max_bytes:
+        raise StoreError(f"a turn of {len(data)} bytes is not kept: the memory holds {bounds.max_bytes} per tenant")
+    return data
 
 
 def open_memory(store: Any, bounds: Bounds = Bounds()) -> ReasoningMemory:
@@ -241,7 +252,7 @@ class SqliteMemory:
         return self._decoded.rows(rows)
 
     def remember(self, tenant: str, key: str, message: Message) -> None:
-        data = dumps(message).decode()
+        data = fitting(message, self.bounds)
         now = time.time()
         with self._wlock:
             c = self._w

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import StoreError
-from ..messages import Message, dumps
+from ..messages import Message
 from ..store.pg import _NOW, PgStore
-from .memory import Bounds, Decoded
+from .memory import Bounds, Decoded, fitting
 
 __all__ = ["PgMemory"]
 
@@ -59,7 +59,7 @@ class PgMemory:
 
     def remember(self, tenant: str, key: str, message: Message) -> None:
         self._check()
-        data = dumps(message).decode()
+        data = fitting(message, self.bounds)
         with self.store._write("record in the proxy memory") as cur:
             cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("hermes-proxy-memory\x1f" + tenant,))
             cur.execute(f"INSERT INTO proxy_memory (tenant, key, message, size, created)"

@@ -55,8 +55,8 @@ def _answer(seen: Seen, handler: BaseHTTPRequestHandler) -> None:
 
 def test_query_string_keys_are_separate_tenants_and_keyless_requests_restore_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with Upstream(_answer) as up, proxy_process(home, "--upstream", f"gemini-openai={up.url}/v1beta/openai") as root:
-        url = f"{root}/gemini-openai/chat/completions"
+    with Upstream(_answer) as up, proxy_process(home, "--upstream", f"gemini-openai={up.url}/v1beta/openai") as px:
+        url = f"{px.root}/gemini-openai/chat/completions"
 
         def post(messages: list[dict[str, Any]], *, key: str | None = None,
                  headers: dict[str, str] | None = None) -> httpx.Response:
@@ -95,8 +95,8 @@ def test_a_query_string_key_never_reaches_the_error_text(tmp_path: Path) -> None
     """The upstream URL the proxy names in a 502 has no query: it held the client's key."""
     with Upstream(_answer) as up:
         gone = up.url
-    with proxy_process(tmp_path / "home", "--upstream", f"gemini-openai={gone}/v1beta/openai") as root:
-        r = httpx.post(f"{root}/gemini-openai/chat/completions", params={"key": "AIzaDaveKey0000000000000000000000000"},
+    with proxy_process(tmp_path / "home", "--upstream", f"gemini-openai={gone}/v1beta/openai") as px:
+        r = httpx.post(f"{px.root}/gemini-openai/chat/completions", params={"key": "AIzaDaveKey0000000000000000000000000"},
                        json={"model": MODEL, "messages": FIRST}, timeout=30)
     assert r.status_code == 502 and "cannot reach" in r.text
     assert "AIzaDave" not in r.text
