@@ -55,6 +55,12 @@ class Profile:
     """Anthropic wires: the model thinks when ``thinking`` is omitted, so off is said explicitly."""
     interleaved: bool = False
     """Budget-style model that takes the interleaved-thinking beta (thinking between tool calls)."""
+    display: str = ""
+    """Anthropic wires: the thinking ``display`` a thinking request asks for (empty: the
+    model's default). Models whose default is ``omitted`` return empty thinking text."""
+    prefix_bound: bool = False
+    """Anthropic wires: thinking blocks are bound to the exact conversation prefix; requests
+    opt into dropping a block whose prefix changed (compaction) instead of a 400."""
     max_tokens: int = 8192
     """Output cap of a request without thinking."""
     thinking_max_tokens: int = 32000
@@ -100,6 +106,8 @@ class ProfileRow:
     least: Mapping[str, Any] | None = None
     thinks_unasked: bool | None = None
     interleaved: bool | None = None
+    display: str | None = None
+    prefix_bound: bool | None = None
     max_tokens: int | None = None
     thinking_max_tokens: int | None = None
     context_window: int | None = None
@@ -185,6 +193,12 @@ PROFILES: tuple[ProfileRow, ...] = (
     ProfileRow(("*claude-opus-5[-.]5*", "*claude-fable-5[-.]1*"), can_disable=False,
                least={"thinking": {"type": "adaptive"}, "output_config": {"effort": "low"}}),
     ProfileRow(("*claude-opus-[5-9]*", "*claude-opus-[1-9][0-9]*"), thinks_unasked=True),
+    # Fable 5.1+, Mythos 5.1+, Opus / Sonnet / Haiku 5.5 check each replayed block's prefix.
+    ProfileRow(("*claude-fable-5[-.][1-9]*", "*claude-mythos-5[-.][1-9]*", "*claude-opus-5[-.]5*",
+                "*claude-sonnet-5[-.]5*", "*claude-haiku-5[-.]5*"), prefix_bound=True),
+    # Opus 4.7+, Mythos and Fable return empty thinking text unless asked to summarise it.
+    ProfileRow(("*claude-opus-4[-.][7-9]*", "*claude-opus-[5-9]*", "*claude-opus-[1-9][0-9]*", "*claude-mythos*",
+                "*claude-fable*"), display="summarized"),
     ProfileRow(("*claude-opus-4[-.]5",), prior_turns="all"),
     ProfileRow(("*claude-*-4", "*claude-*-4[-.][0-5]", "*claude-3*"), thinking="budget", prior_turns="loop"),
     ProfileRow(("*claude-*-4[-.][6-9]*", "*claude-*-4[-.][1-9][0-9]*", "*claude-[a-z]*-[5-9]*",

@@ -7,7 +7,7 @@ client bug shows up here as the error text users would see; the rules and the si
 The model is ``script.next_step``; a user text containing ``#steps=N`` asks for N tool calls
 (the offered tools in turn) before the answer, and ``#call=NAME{json args}`` directives
 name the calls exactly (``script.directed_step``). Ids containing ``redact`` also return a
-``redacted_thinking`` block; ids containing ``opus-5`` omit thinking text (display
+``redacted_thinking`` block; models whose display defaults to ``omitted`` (Opus 4.7+, Mythos, Fable) omit thinking text (display
 ``omitted``: empty ``thinking`` with a valid signature). Faults: ``500``, ``529``, ``429``,
 ``truncate``, ``malformed``, ``slow``, ``error_event``, ``orphan_signature``,
 ``repeat_signature`` (each ``signature_delta`` sent twice), ``html502``,
@@ -35,12 +35,15 @@ from .anthropic_rules import (
     check_drift,
     check_schema,
     check_semantics,
+    interleaves,
     mint_redacted,
     mint_signature,
+    prefix_of,
     thinking_on,
     verify_redacted,
     verify_signature,
 )
+from .claude_facts import OMITS, PREFIX_BOUND
 from .core import EmulatorState, Personality, register, transport_fault
 from .script import directed_step, next_step
 
@@ -50,7 +53,8 @@ __all__ = ["FAMILY", "mint_redacted", "mint_signature", "verify_redacted", "veri
 # ----------------------------------------------------------------------------- the model
 
 
-def _script(state: EmulatorState, body: Mapping[str, Any], model: str) -> tuple[list[dict[str, Any]], str]:
+def _script(state: EmulatorState, body: Mapping[str, Any], model: str,
+            betas: frozenset[str] = frozenset()) -> tuple[list[dict[str, Any]], str]:
     """(content blocks, stop_reason) the scripted model answers with."""
     msgs: list[Mapping[str, Any]] = body["messages"]
     user_at = max((i for i, m in enumerate(msgs) if m["role"] == "user"
@@ -72,10 +76,12 @@ def _script(state: EmulatorState, body: Mapping[str, Any], model: str) -> tuple[
                          model=model)
         reasoning = step.reasoning
     content: list[dict[str, Any]] = []
-    if thinking_on(body, model):
-        display = (body.get("thinking") or {}).get("display") or ("omitted" if "opus-5" in model else "summarized")
+    if thinking_on(body, model) and (results == 0 or interleaves(body, betas)):
+        display = (body.get("thinking") or {}).get("display") or ("omitted" if OMITS.search(model) else "summarized")
         shown = "" if display == "omitted" else reasoning
-        content.append({"type": "thinking", "thinking": shown, "signature": mint_signature(state, model, shown)})
+        prefix = prefix_of(body, msgs) if PREFIX_BOUND.search(model) else None
+        content.append({"type": "thinking", "thinking": shown,
+                        "signature": mint_signature(state, model, shown, prefix)})
         if "redact" in model:
             content.append({"type": "redacted_thinking", "data": mint_redacted(state, model)})
     if step.kind == "tool":
@@ -209,11 +215,15 @@ def _build(kind: str) -> Any:
                 check_drift(body, control.reject_fields)
                 if not isinstance(model, str) or not model:
                     raise Invalid("model: Input should be a valid string")
-                check_semantics(state, body, model)
+                betas = frozenset(b.strip() for b in request.headers.get("anthropic-beta", "").split(",") if b.strip())
+                dropped = check_semantics(state, body, model, betas)
             except Invalid as e:
                 return _error(e.status, e.kind, str(e), rid)
-            content, stop = _script(state, body, model)
+            content, stop = _script(state, body, model, betas)
             msg = _message(body, model, content, stop)
+            if dropped:  # what drop_block dropped, as the API lists it
+                msg["input_transformations"] = [{"type": "thinking_dropped", "path": p, "reason": "prefix_mismatch"}
+                                                for p in dropped]
             delay = control.delay if fault == "slow" else 0.0
             stream = body.get("stream") is True or spec.endswith(":streamRawPredict")
             if not stream:

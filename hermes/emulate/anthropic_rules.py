@@ -21,12 +21,15 @@ error body.
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .claude_facts import refusal, thinks
+import orjson
+
+from .claude_facts import BINDING_BETA, INTERLEAVED_BETA, PREFIX_BOUND, refusal, thinks
 from .core import EmulatorState
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "check_semantics",
     "mint_redacted",
     "mint_signature",
+    "prefix_of",
     "thinking_on",
     "verify_redacted",
     "verify_signature",
@@ -61,7 +65,7 @@ _TOP = {"model", "messages", "max_tokens", "system", "tools", "tool_choice", "th
         "context_management", "service_tier", "container", "inference_geo"}
 _TOOL = {"name", "description", "input_schema", "cache_control", "type", "defer_loading", "input_examples",
          "strict", "eager_input_streaming", "allowed_callers"}
-_THINKING = {"enabled": {"type", "budget_tokens", "display"}, "adaptive": {"type", "display"},
+_THINKING = {"enabled": {"type", "budget_tokens", "display"}, "adaptive": {"type", "display", "block_binding"},
              "disabled": {"type"}, "between_tools": {"type", "display"}}
 _NESTED = {"output_config": {"effort", "format"}, "tool_choice": {"type", "name", "disable_parallel_tool_use"},
            "metadata": {"user_id"}}
@@ -82,19 +86,48 @@ def _mac(state: EmulatorState, kind: str, model: str, nonce: bytes, content: str
     return base64.b64decode(minted[2:])
 
 
-def mint_signature(state: EmulatorState, model: str, thinking: str) -> str:
-    """A thinking-block signature: standard base64 starting ``Es``, bound to model and text."""
+def mint_signature(state: EmulatorState, model: str, thinking: str, prefix: str | None = None) -> str:
+    """A thinking-block signature: standard base64 starting ``Es``, bound to model and text
+    (and, for a prefix-bound model, to the digest of everything before the block)."""
     nonce = secrets.token_bytes(9)
-    return "Es" + base64.b64encode(nonce + _mac(state, FAMILY, model, nonce, thinking)).decode()
+    raw = nonce + _mac(state, FAMILY, model, nonce, thinking)
+    if prefix is not None:
+        raw += _mac(state, FAMILY + ".prefix", model, nonce, prefix)[:16]
+    return "Es" + base64.b64encode(raw).decode()
+
+
+def _raw(signature: str) -> bytes:
+    try:
+        return base64.b64decode(signature[2:], validate=True) if signature.startswith("Es") else b""
+    except ValueError:
+        return b""
 
 
 def verify_signature(state: EmulatorState, model: str, thinking: str, signature: str) -> bool:
-    try:
-        raw = base64.b64decode(signature[2:], validate=True) if signature.startswith("Es") else b""
-    except ValueError:
-        return False
-    nonce, mac = raw[:9], raw[9:]
-    return len(raw) == 57 and secrets.compare_digest(mac, _mac(state, FAMILY, model, nonce, thinking))
+    raw = _raw(signature)
+    nonce, mac = raw[:9], raw[9:57]
+    return len(raw) in (57, 73) and secrets.compare_digest(mac, _mac(state, FAMILY, model, nonce, thinking))
+
+
+def _prefix_holds(state: EmulatorState, model: str, signature: str, prefix: str) -> bool:
+    raw = _raw(signature)
+    return len(raw) == 73 and secrets.compare_digest(raw[57:], _mac(state, FAMILY + ".prefix", model, raw[:9],
+                                                                     prefix)[:16])
+
+
+def _plain(obj: Any) -> Any:
+    """``obj`` without ``cache_control`` markers (moving a cache breakpoint changes no prefix)."""
+    if isinstance(obj, Mapping):
+        return {k: _plain(v) for k, v in obj.items() if k != "cache_control"}
+    if isinstance(obj, list):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def prefix_of(body: Mapping[str, Any], messages: Sequence[Any]) -> str:
+    """The digest a prefix-bound block is checked against: system, tools and the messages before it."""
+    data = _plain({"system": body.get("system"), "tools": body.get("tools"), "messages": list(messages)})
+    return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def mint_redacted(state: EmulatorState, model: str) -> str:
@@ -187,6 +220,11 @@ def check_schema(body: Mapping[str, Any], *, vertex: bool) -> None:
             raise Invalid("thinking: Input tag found using 'type' does not match any of the expected tags: "
                            "'enabled', 'disabled', 'adaptive', 'between_tools'")
         _extra(thinking, _THINKING[kind], f"thinking.{kind}")
+        if "block_binding" in thinking:
+            _extra(thinking["block_binding"], {"prefix_mismatch_behavior"}, f"thinking.{kind}.block_binding")
+            if thinking["block_binding"].get("prefix_mismatch_behavior") not in ("error", "drop_block"):
+                raise Invalid(f"thinking.{kind}.block_binding.prefix_mismatch_behavior: Input should be 'error' "
+                              "or 'drop_block'")
         if kind == "enabled":
             budget = thinking.get("budget_tokens")
             if not isinstance(budget, int) or budget < 1024:
@@ -217,11 +255,50 @@ def blocks_of(m: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(c) if isinstance(c, list) else [{"type": "text", "text": c}]
 
 
-def check_semantics(state: EmulatorState, body: Mapping[str, Any], model: str) -> None:
+_BOUND = ("Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the "
+          'block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".')
+
+
+def interleaves(body: Mapping[str, Any], betas: frozenset[str]) -> bool:
+    """Whether the model thinks between tool calls: adaptive thinking does; a manual budget
+    only with the interleaved-thinking beta."""
+    t = body.get("thinking")
+    return not (isinstance(t, Mapping) and t.get("type") == "enabled") or INTERLEAVED_BETA in betas
+
+
+def _unbound(state: EmulatorState, body: Mapping[str, Any], model: str, betas: frozenset[str]) -> list[str]:
+    """Prefix checks of a prefix-bound model: the paths of blocks the request lets the API
+    drop (``drop_block``); any other block whose prefix changed is the documented 400."""
+    thinking = body.get("thinking")
+    binding = thinking.get("block_binding") if isinstance(thinking, Mapping) else None
+    if binding is not None and BINDING_BETA not in betas:
+        raise Invalid(f"thinking.block_binding: setting it requires the `{BINDING_BETA}` value in the "
+                      "`anthropic-beta` header.")
+    if not PREFIX_BOUND.search(model.lower()):
+        return []
+    drop = isinstance(binding, Mapping) and binding.get("prefix_mismatch_behavior") == "drop_block"
+    msgs: list[Mapping[str, Any]] = body["messages"]
+    dropped: list[str] = []
+    for i, m in enumerate(msgs):
+        for j, b in enumerate(blocks_of(m) if m.get("role") == "assistant" else ()):
+            sig = b.get("signature") if b.get("type") == "thinking" else None
+            if not isinstance(sig, str) or not verify_signature(state, model, str(b.get("thinking")), sig):
+                continue  # the signature check reports it
+            if not _prefix_holds(state, model, sig, prefix_of(body, msgs[:i])):
+                if not drop:
+                    raise Invalid(f"messages.{i}.content.{j}: {_BOUND}")
+                dropped.append(f"messages.{i}.content.{j}")
+    return dropped
+
+
+def check_semantics(state: EmulatorState, body: Mapping[str, Any], model: str,
+                    betas: frozenset[str] = frozenset()) -> list[str]:
+    """Raise :class:`Invalid` as the API would; the paths of blocks dropped by ``drop_block``."""
     msgs: list[Mapping[str, Any]] = body["messages"]
     kind = (body.get("thinking") or {}).get("type")
     if (why := refusal(model, kind)) is not None:
         raise Invalid(why)
+    dropped = _unbound(state, body, model, betas)
     for i, m in enumerate(msgs):
         blocks = blocks_of(m)
         prev_ids = {b.get("id") for b in blocks_of(msgs[i - 1]) if b.get("type") == "tool_use"} if i else set()
@@ -245,10 +322,14 @@ def check_semantics(state: EmulatorState, body: Mapping[str, Any], model: str) -
         blocks = blocks_of(msgs[last])
         loop = last + 1 < len(msgs) and any(b.get("type") == "tool_result" for b in blocks_of(msgs[last + 1]))
         has_tool = any(b.get("type") == "tool_use" for b in blocks)
-        first = blocks[0].get("type") if blocks else None
+        # without interleaving only the turn's first assistant message thinks: it is the one checked
+        opens = last if interleaves(body, betas) else _turn_start(msgs, last)
+        first = blocks_of(msgs[opens])[0].get("type") if blocks_of(msgs[opens]) else None
+        if dropped and any(p.startswith(f"messages.{opens}.content.0") for p in dropped):
+            first = "thinking"  # the API dropped the block the rule looks for, and answers
         if thinking and loop and has_tool and first not in ("thinking", "redacted_thinking"):
             raise Invalid(
-                f"messages.{last}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. "
+                f"messages.{opens}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. "
                 "When `thinking` is enabled, a final `assistant` message must start with a thinking block "
                 "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include "
                 "thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please "
@@ -274,6 +355,19 @@ def check_semantics(state: EmulatorState, body: Mapping[str, Any], model: str) -
                                    "latest assistant message cannot be modified. These blocks must remain as "
                                    "they were in the original response.")
                 raise Invalid(f"messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block")
+    return dropped
+
+
+def _turn_start(msgs: Sequence[Mapping[str, Any]], last: int) -> int:
+    """The first assistant message after the user's latest text (the turn ``last`` belongs to)."""
+    start = last
+    for i in range(last, -1, -1):
+        m = msgs[i]
+        if m["role"] == "user" and any(b.get("type") == "text" for b in blocks_of(m)):
+            break
+        if m["role"] == "assistant":
+            start = i
+    return start
 
 
 def thinking_on(body: Mapping[str, Any], model: str = "") -> bool:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ADAPTIVE_ONLY", "MANDATORY", "THINKS_UNASKED", "refusal", "thinks"]
+__all__ = ["ADAPTIVE_ONLY", "BINDING_BETA", "INTERLEAVED_BETA", "MANDATORY", "OMITS", "PREFIX_BOUND", "THINKS_UNASKED",
+           "refusal", "thinks"]
 
 MANDATORY = re.compile(r"claude-(opus-5-5|fable-5-1|sonnet-5-5)(?![0-9])")
 """Models whose thinking cannot be switched off."""
@@ -21,6 +22,14 @@ ADAPTIVE_ONLY = re.compile(r"claude-(opus|sonnet|haiku)-4-(7|8|9)|claude-[a-z]+-
 """Models that refuse a manual ``budget_tokens`` thinking request."""
 THINKS_UNASKED = re.compile(r"claude-opus-[5-9](?![0-9])")
 """Models that think adaptively when the request omits ``thinking``."""
+OMITS = re.compile(r"claude-opus-4-(7|8|9)|claude-opus-[5-9](?![0-9])|claude-mythos|claude-fable")
+"""Models whose thinking ``display`` defaults to ``omitted`` (empty thinking text, a valid
+signature): Anthropic's "What's new in Claude Opus 4.7" (Mythos Preview and Fable likewise)."""
+PREFIX_BOUND = re.compile(r"claude-(fable|mythos)-5-[1-9]|claude-(opus|sonnet|haiku)-5-5")
+"""Models that bind each thinking block to the exact prefix before it (system, tools, earlier
+messages): Anthropic's "Fix a thinking block bound to a different conversation" page."""
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 _USE = 'Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
 
 

@@ -54,6 +54,8 @@ __all__ = [
     "VERTEX_VERSION",
     "StreamDecoder",
     "attempt",
+    "betas",
+    "bound",
     "decode_event",
     "decoder",
     "endpoint",
@@ -71,18 +73,40 @@ REDACTED = "anthropic.redacted"
 
 ANSWER_ROOM = 8192
 """Output tokens left for the answer on top of a thinking budget (``max_tokens > budget``)."""
+INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+"""Claude 4.x budget models think between tool calls only with this beta."""
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+"""The beta that lets a request set ``thinking.block_binding``."""
+DROP_BLOCK = {"prefix_mismatch_behavior": "drop_block"}
+"""``thinking.block_binding`` of a prefix-bound model: a block whose prefix changed (compaction
+rewrote the turns before it) is dropped by the API instead of refusing the request."""
+
+
+def betas(profile: Profile) -> tuple[str, ...]:
+    """The ``anthropic-beta`` values every request for this model carries (any wire variant)."""
+    out = (INTERLEAVED_BETA,) if profile.interleaved and profile.thinking == "budget" else ()
+    return (*out, BINDING_BETA) if profile.prefix_bound else out
+
+
+def bound(fields: dict[str, Any], profile: Profile) -> dict[str, Any]:
+    """``fields`` with an adaptive ``thinking`` of a prefix-bound model opting into ``drop_block``."""
+    thinking = fields.get("thinking")
+    if profile.prefix_bound and isinstance(thinking, dict) and thinking.get("type") == "adaptive":
+        return {**fields, "thinking": {**thinking, "block_binding": dict(DROP_BLOCK)}}
+    return fields
 
 
 def thinking_config(profile: Profile, settings: Settings) -> tuple[dict[str, Any], int]:
     """(body fields for thinking, max_tokens) for a request that thinks, from the model's profile."""
     effort = settings.effort
+    shown = {"display": profile.display} if profile.display else {}
     if profile.thinking == "adaptive":
-        fields: dict[str, Any] = {"thinking": {"type": "adaptive"}}
+        fields: dict[str, Any] = {"thinking": {"type": "adaptive", **shown}}
         if effort and (level := profile.levels.get(effort)):
             fields["output_config"] = {"effort": level}
-        return fields, profile.thinking_max_tokens
+        return bound(fields, profile), profile.thinking_max_tokens
     budget = max(profile.budgets.get(effort or "default", profile.budgets.get("default", 8000)), 1024)
-    return {"thinking": {"type": "enabled", "budget_tokens": budget}}, budget + ANSWER_ROOM
+    return {"thinking": {"type": "enabled", "budget_tokens": budget, **shown}}, budget + ANSWER_ROOM
 
 
 # ----------------------------------------------------------------------------- endpoint
@@ -92,6 +116,9 @@ def endpoint(resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]:
     """(URL, non-auth headers) for one Messages request on the row's endpoint variant."""
     base = resolved.base_url.rstrip("/")
     headers = dict(resolved.route.headers)
+    if wanted := betas(resolved.profile):
+        have = [b.strip() for b in headers.pop("anthropic-beta", "").split(",") if b.strip()]
+        headers["anthropic-beta"] = ",".join(dict.fromkeys((*have, *wanted)))
     if resolved.route.variant == "vertex":
         verb = "streamRawPredict" if stream else "rawPredict"
         return f"{base}/publishers/anthropic/models/{quote(resolved.model, safe='@')}:{verb}", headers
@@ -224,7 +251,7 @@ def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Setti
     body: dict[str, Any] = {"model": target.model}
     if plan.thinking:
         fields, max_tokens = thinking_config(target.profile, settings)
-    elif fields := target.profile.thinking_off():
+    elif fields := bound(target.profile.thinking_off(), target.profile):
         max_tokens = target.profile.thinking_max_tokens if target.profile.keeps_thinking else target.profile.max_tokens
     else:
         max_tokens = target.profile.max_tokens

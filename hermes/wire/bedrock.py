@@ -43,6 +43,7 @@ from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from . import FunctionDecoder, ToolSpec
+from .anthropic import BINDING_BETA, INTERLEAVED_BETA, bound
 
 __all__ = [
     "EMPTY",
@@ -71,7 +72,6 @@ SIGNATURE, REDACTED = "anthropic.signature", "anthropic.redacted"
 
 _ANSWER_ROOM = 4096
 """Output tokens left for the answer above a manual thinking budget."""
-_INTERLEAVED = "interleaved-thinking-2025-05-14"
 
 
 # ----------------------------------------------------------------------------- request
@@ -84,21 +84,22 @@ def thinking_fields(profile: Profile, settings: Settings, thinking: bool) -> tup
     Nova's ``reasoningConfig`` (a level), or nothing."""
     effort = settings.effort
     if profile.thinking == "adaptive":
+        binding = {"anthropic_beta": [BINDING_BETA]} if profile.prefix_bound else {}
         if not thinking and profile.keeps_thinking:
-            return profile.thinking_off(), {"maxTokens": profile.thinking_max_tokens}
+            return {**bound(profile.thinking_off(), profile), **binding}, {"maxTokens": profile.thinking_max_tokens}
         if not thinking:
             return {"thinking": {"type": "disabled"}}, {"maxTokens": profile.max_tokens}
         extra: dict[str, Any] = {"thinking": {"type": "adaptive", "display": "summarized"}}
         if effort and (level := profile.levels.get(effort)):
             extra["output_config"] = {"effort": level}
-        return extra, {"maxTokens": profile.thinking_max_tokens}
+        return {**bound(extra, profile), **binding}, {"maxTokens": profile.thinking_max_tokens}
     if profile.thinking == "budget":
         if not thinking:
             return {}, {"maxTokens": profile.max_tokens}
         budget = max(profile.budgets.get(effort or "default", profile.budgets.get("default", 8000)), 1024)
         extra = {"thinking": {"type": "enabled", "budget_tokens": budget}}
         if profile.interleaved:
-            extra["anthropic_beta"] = [_INTERLEAVED]
+            extra["anthropic_beta"] = [INTERLEAVED_BETA]
         return extra, {"maxTokens": max(profile.max_tokens, budget + _ANSWER_ROOM)}
     if profile.thinking == "level" and thinking:
         level = profile.levels.get(effort or "medium", "medium")
