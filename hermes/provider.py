@@ -7,7 +7,7 @@ HTTP for every row, botocore for ``auth = "aws"`` (SigV4 and the binary event st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -194,6 +194,11 @@ def complete(
     body = build_body(wire, plan, tools=tools, settings=settings, stream=stream, memo=cache)
     if values:
         body = apply_values(body, values)
+    if not stream and _needs_stream(resolved.route.streams_with, body):
+        stream = True  # the route refuses these fields on a non-streaming call; the answer folds the same
+        body = build_body(wire, plan, tools=tools, settings=settings, stream=True, memo=cache)
+        if values:
+            body = apply_values(body, values)
     if body_hook is not None:
         body = body_hook(plain(body))
     key = find_key(resolved.route, api_key)
@@ -214,6 +219,10 @@ def complete(
         e.attempt = wire.attempt(plan, body)  # what was refused, for rejections.classify
         raise
     return Exchange(plan, body, acc.result())
+
+
+def _needs_stream(fields: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    return any(name in body and body[name] == value for name, value in fields.items())
 
 
 def build_body(wire: Wire, plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = Settings(),

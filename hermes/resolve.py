@@ -246,7 +246,7 @@ _LIST_FIELDS = {"providers", "hosts", "paths", "carriers", "native", "blob_kinds
 _BOOL_FIELDS = {"must_echo", "think_tags", "local", "signed_loop"}
 _STR_FIELDS = {"key", "wire", "label", "base_url", "auth", "policy", "prior_turns", "blob_scope", "effort_field",
                "variant", "call_signature", "text_signature", "signature_pad", "tokens", "tool_ids"}
-_TABLE_FIELDS = {"switches", "thinking_off", "effort_map", "headers"}
+_TABLE_FIELDS = {"switches", "thinking_off", "effort_map", "headers", "streams_with"}
 _CHOICES = {
     "wire": WIRES,
     "auth": ("bearer", "x-api-key", "goog-api-key", "aws", "none"),
@@ -373,9 +373,12 @@ def _field(key: str, name: str, value: Any) -> Any:
                 if rule.get(opt) is not None and rule[opt] not in _CHOICES[opt]:
                     raise ConfigError(f"{where}: rule {rule['pattern']!r}: {opt!r} must be one of "
                                       f"{', '.join(_CHOICES[opt])}")
+            without = rule.get("without", [])
+            if not isinstance(without, list) or not all(isinstance(w, str) for w in without):
+                raise ConfigError(f"{where}: rule {rule['pattern']!r}: 'without' must be a list of strings")
             off = rule.get("thinking_off")
             rules.append(ModelRule(rule["pattern"].lower(), dict(rule.get("switches", {})),
                                    rule.get("policy"), rule.get("prior_turns"),
-                                   None if off is None else dict(off)))
+                                   None if off is None else dict(off), tuple(without)))
         return tuple(rules)
     raise ConfigError(f"{where} is not supported")  # pragma: no cover - guarded by _ALLOWED

@@ -60,6 +60,9 @@ class ModelRule:
     """Replace the row's ``prior_turns`` for matching models."""
     thinking_off: Mapping[str, Any] | None = None
     """Replace the row's ``thinking_off`` for matching models (``{}``: say nothing)."""
+    without: tuple[str, ...] = ()
+    """Top-level switch names a matching model never gets, on or off (a model that cannot be
+    switched refuses the parameter), whichever rule added them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +126,10 @@ class Route:
     in the URL) or the provider's own API."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """Extra request headers every call on this route carries."""
+    streams_with: Mapping[str, Any] = field(default_factory=dict)
+    """Top-level body fields (and values) only a streamed request may carry: a request that
+    would send one without streaming is sent as a stream instead (DashScope refuses
+    ``enable_thinking: true`` on a non-streaming call)."""
     call_signature: str = ""
     """Dotted path inside a chat tool call where that call's thought signature goes."""
     text_signature: str = ""
@@ -154,6 +161,7 @@ class Route:
         model rule of this row replaces both."""
         m = model.lower()
         out = self
+        without: set[str] = set()
         if not self.must_echo and any(fnmatchcase(m, g) for g in self.must_echo_models):
             out = replace(out, must_echo=True)
         if prior_turns and prior_turns != self.prior_turns:
@@ -167,6 +175,10 @@ class Route:
                     prior_turns=rule.prior_turns or out.prior_turns,  # type: ignore[arg-type]
                     thinking_off=out.thinking_off if rule.thinking_off is None else rule.thinking_off,
                 )
+                without.update(rule.without)
+        if without:
+            out = replace(out, switches={k: v for k, v in out.switches.items() if k not in without},
+                          thinking_off={k: v for k, v in out.thinking_off.items() if k not in without})
         return out
 
 
@@ -277,7 +289,12 @@ ROUTES: tuple[Route, ...] = (
           thinking_off={"enable_thinking": False},
           # Qwen3 hybrid models think only when told (3.5+ by default): without it,
           # preserve_thinking keeps nothing. Said for every Qwen3 whenever thinking is on.
+          streams_with={"enable_thinking": True},
+          # Instruct-only Qwen3 models take no enable_thinking at all; thinking-only ones only
+          # `true` (their "off" says true too: the model thinks anyway).
           model_rules=(ModelRule("*qwen3*", switches={"enable_thinking": True}),
+                       *(ModelRule(p, without=("enable_thinking",)) for p in ("*qwen3*-instruct*", "qwen3-coder*")),
+                       ModelRule("*qwen3*-thinking*", thinking_off={"enable_thinking": True}),
                        *(ModelRule(p, switches={"preserve_thinking": True})
                          for p in ("qwen3.6*", "qwen3.7*", "qwen3.8*", "qwen3.9*", "kimi-k2.6*", "kimi-k2.7*")),
                        ModelRule("glm-5*", switches={"clear_thinking": False})),

@@ -157,3 +157,44 @@ def test_claude_mythos_is_asked_adaptively(emulator: Any, key: str, model: str) 
     assert profile_for(model).thinking == "adaptive"
     msg, body = _claude(emulator, key, model, Settings(effort="high"))
     assert _thinking(body)["type"] == "adaptive" and msg.reasoning
+
+
+# --- DashScope Qwen3: enable_thinking only streamed; non-hybrid models -----------------------------
+
+
+def _dashscope(emu: Any, model: str, *, thinking: bool = True, hook: Any = None) -> tuple[Any, dict[str, Any]]:
+    before = len(emu.requests("dashscope"))
+    ex = provider.complete(resolve("dashscope", emu.url("dashscope"), model), [Message.user("ping")],
+                           settings=Settings(thinking=thinking), stream=False, api_key="k", body_hook=hook)
+    return ex, emu.requests("dashscope")[before:][-1]["body"]
+
+
+def test_a_hybrid_qwen3_thinks_on_a_call_made_without_streaming(emulator: Any) -> None:
+    ex, body = _dashscope(emulator, "qwen3-32b")
+    assert body["enable_thinking"] is True and body["stream"] is True
+    assert ex.response.message.reasoning, "the thinking came back"
+    _, off = _dashscope(emulator, "qwen3-32b", thinking=False)
+    assert off["enable_thinking"] is False and not off.get("stream")
+    with pytest.raises(ProviderHTTPError) as err:
+        _dashscope(emulator, "qwen3-32b", hook=lambda b: {k: v for k, v in b.items() if k not in ("stream",
+                                                                                                   "stream_options")})
+    assert "parameter.enable_thinking must be set to false for non-streaming calls" in err.value.body
+
+
+@pytest.mark.parametrize("model", ["qwen3-235b-a22b-instruct-2507", "qwen3-coder-plus"])
+def test_an_instruct_only_qwen3_gets_no_enable_thinking(emulator: Any, model: str) -> None:
+    for thinking in (True, False):
+        _, body = _dashscope(emulator, model, thinking=thinking)
+        assert "enable_thinking" not in body
+    with pytest.raises(ProviderHTTPError) as err:
+        _dashscope(emulator, model, thinking=False, hook=lambda b: {**b, "enable_thinking": False})
+    assert "current model does not support parameter `enable_thinking`" in err.value.body
+
+
+def test_a_thinking_only_qwen3_is_never_told_to_stop(emulator: Any) -> None:
+    _, body = _dashscope(emulator, "qwen3-235b-a22b-thinking-2507", thinking=False)
+    assert body["enable_thinking"] is True and body["stream"] is True
+    with pytest.raises(ProviderHTTPError) as err:
+        _dashscope(emulator, "qwen3-235b-a22b-thinking-2507", thinking=False,
+                   hook=lambda b: {**b, "enable_thinking": False})
+    assert "The value of the enable_thinking parameter is restricted to True." in err.value.body

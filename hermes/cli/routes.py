@@ -34,11 +34,11 @@ def row_dict(r: Route) -> dict[str, Any]:
         "blob_kinds": sorted(r.blob_kinds), "blob_scope": r.blob_scope, "policy": r.policy,
         "signed_loop": r.signed_loop, "prior_turns": r.prior_turns, "local": r.local, "base_url": r.base_url,
         "thinking_off": dict(r.thinking_off), "effort_field": r.effort_field, "effort_map": dict(r.effort_map),
-        "variant": r.variant, "headers": sorted(r.headers), "call_signature": r.call_signature,
+        "variant": r.variant, "headers": sorted(r.headers), "streams_with": dict(r.streams_with), "call_signature": r.call_signature,
         "text_signature": r.text_signature, "signature_pad": r.signature_pad, "models": list(r.models), "tokens": r.tokens,
         "key_env": list(r.key_env), "model_rules": [
             {"pattern": m.pattern, "switches": dict(m.switches), "policy": m.policy, "prior_turns": m.prior_turns,
-             "thinking_off": None if m.thinking_off is None else dict(m.thinking_off)}
+             "thinking_off": None if m.thinking_off is None else dict(m.thinking_off), "without": list(m.without)}
             for m in r.model_rules],
         "source": r.source,
     }

@@ -105,6 +105,9 @@ class Facts:
     """Globs of models that think only when asked the ``ask`` way (the rest think by default)."""
     efforts: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     """(model glob, body path, accepted values): an effort outside them is rejected."""
+    qwen_modes: bool = False
+    """DashScope's Qwen3 rules: ``enable_thinking: true`` only on a streamed call; thinking-only
+    models take only ``true``; instruct-only models refuse the parameter."""
     notes: str = ""
 
 
@@ -156,7 +159,7 @@ FACTS: dict[str, Facts] = {
                  errors="zai", efforts=(("glm-5", ("reasoning_effort",), ()), ("glm-5.1*", ("reasoning_effort",), ())),
                  notes="reasoning_effort refused on GLM-5/5.1 with z.ai's generic 1210 (text real, trigger unconfirmed)"),
     "dashscope": Facts((RC,), _RCR, ("qwen3.7-plus", "qwen3.6-max", "qwen3-32b"), keep=(("preserve_thinking",), True),
-                       ask="enable_thinking", ask_models=("qwen3-*",),
+                       ask="enable_thinking", ask_models=("qwen3-*",), qwen_modes=True,
                        notes="Qwen3 hybrid models think only with enable_thinking: true; 3.5+ by default"),
     "xai": Facts((RC,), _RCR, ("grok-3-mini", "grok-4"), replay_ignored=True, usage_excludes_reasoning=True,
                  errors="xai", efforts=(("grok-3-mini*", ("reasoning_effort",), ("low", "high")),

@@ -202,8 +202,30 @@ def validate(facts: Facts, name: str, model: str, body: Mapping[str, Any], *, bo
     if not isinstance(body.get("messages"), list) or not body.get("messages") or not model:
         return 400, error_body(facts.errors, "messages and model are required")
     return (_unknown(facts, name, body, body_len, reject) or _tool_ids(facts, body) or _efforts(facts, model, body)
-            or _must_echo(facts, body) or _echo_upstream(facts, model, body)
+            or (_qwen_modes(model, body) if facts.qwen_modes else None) or _must_echo(facts, body) or _echo_upstream(facts, model, body)
             or (_signatures(facts, name, model, body, verify) if facts.signs else None))
+
+
+_QWEN_INSTRUCT = ("*qwen3*-instruct*", "qwen3-coder*")
+_QWEN_THINKING = ("*qwen3*-thinking*",)
+
+
+def _dashscope(message: str) -> Verdict:
+    return 400, {"error": {"code": "invalid_parameter_error", "param": None, "message": message,
+                           "type": "invalid_request_error"}}
+
+
+def _qwen_modes(model: str, body: Mapping[str, Any]) -> Verdict:
+    """DashScope's ``enable_thinking`` rules (the texts in docs/emulators.md)."""
+    m = model.lower()
+    if "enable_thinking" in body and any(fnmatchcase(m, g) for g in _QWEN_INSTRUCT):
+        return _dashscope("Value error, current model does not support parameter `enable_thinking`.")
+    if any(fnmatchcase(m, g) for g in _QWEN_THINKING) and body.get("enable_thinking") is not True:
+        return _dashscope("<400> InternalError.Algo.InvalidParameter: The value of the enable_thinking parameter "
+                          "is restricted to True.")
+    if body.get("enable_thinking") is True and body.get("stream") is not True:
+        return _dashscope("parameter.enable_thinking must be set to false for non-streaming calls")
+    return None
 
 
 def _efforts(facts: Facts, model: str, body: Mapping[str, Any]) -> Verdict:
