@@ -44,6 +44,7 @@ from .routes import (
     WIRES,
     ModelRule,
     Route,
+    host_matches,
 )
 from .tomlfile import check_bool, check_choice, read_once, read_toml
 
@@ -94,16 +95,6 @@ def parse_base_url(base_url: str) -> tuple[str, str]:
     if not host:
         raise RouteError(f"base URL {base_url!r} has no host", hint="use e.g. https://api.example.com/v1")
     return host, parts.path or "/"
-
-
-def host_matches(host: str, pattern: str) -> bool:
-    """Exact host or subdomain of ``pattern``; a ``*`` label matches exactly one label."""
-    h = host.lower().rstrip(".").split(".")
-    p = pattern.lower().split(".")
-    if len(h) < len(p):
-        return False
-    tail = h[len(h) - len(p):]
-    return all(pl == hl or ("*" in pl and fnmatchcase(hl, pl)) for pl, hl in zip(p, tail, strict=True))
 
 
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
@@ -217,15 +208,15 @@ def resolve(
         raise RouteError(f"route {row.key!r} has no default base URL", hint="pass --base-url URL")
     host = parse_base_url(url)[0] if url else _aws_host(row)
     profile = profile_for(model, table.profiles if isinstance(table, Table) else PROFILES)
-    applied = row.for_model(model, profile.prior_turns)
+    applied = row.for_model(model, profile.prior_turns, host)
     for rule in row.model_rules:
-        if rule.pattern and applied is not row and _rule_hit(rule, model):
+        if rule.pattern and applied is not row and _rule_hit(rule, model, host):
             why.append(f"model {model!r} matches rule {rule.pattern!r}")
     return Resolved(applied, url.rstrip("/") if url else "", host, model, tuple(why), profile)
 
 
-def _rule_hit(rule: ModelRule, model: str) -> bool:
-    return fnmatchcase(model.lower(), rule.pattern)
+def _rule_hit(rule: ModelRule, model: str, host: str) -> bool:
+    return fnmatchcase(model.lower(), rule.pattern) and (not rule.hosts or any(host_matches(host, h) for h in rule.hosts))
 
 
 def _aws_host(row: Route) -> str:
@@ -373,12 +364,14 @@ def _field(key: str, name: str, value: Any) -> Any:
                 if rule.get(opt) is not None and rule[opt] not in _CHOICES[opt]:
                     raise ConfigError(f"{where}: rule {rule['pattern']!r}: {opt!r} must be one of "
                                       f"{', '.join(_CHOICES[opt])}")
-            without = rule.get("without", [])
-            if not isinstance(without, list) or not all(isinstance(w, str) for w in without):
-                raise ConfigError(f"{where}: rule {rule['pattern']!r}: 'without' must be a list of strings")
+            for list_field in ("without", "hosts"):
+                got = rule.get(list_field, [])
+                if not isinstance(got, list) or not all(isinstance(w, str) for w in got):
+                    raise ConfigError(f"{where}: rule {rule['pattern']!r}: {list_field!r} must be a list of strings")
             off = rule.get("thinking_off")
             rules.append(ModelRule(rule["pattern"].lower(), dict(rule.get("switches", {})),
                                    rule.get("policy"), rule.get("prior_turns"),
-                                   None if off is None else dict(off), tuple(without)))
+                                   None if off is None else dict(off), tuple(rule.get("without", [])),
+                                   tuple(h.lower() for h in rule.get("hosts", []))))
         return tuple(rules)
     raise ConfigError(f"{where} is not supported")  # pragma: no cover - guarded by _ALLOWED

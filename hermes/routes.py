@@ -33,6 +33,7 @@ __all__ = [
     "Route",
     "at_path",
     "deep_merge",
+    "host_matches",
     "route_by_key",
 ]
 
@@ -63,6 +64,9 @@ class ModelRule:
     without: tuple[str, ...] = ()
     """Top-level switch names a matching model never gets, on or off (a model that cannot be
     switched refuses the parameter), whichever rule added them."""
+    hosts: tuple[str, ...] = ()
+    """When set, the rule applies only on these base-URL hosts (exact or a subdomain): a
+    parameter only the provider's own API takes never goes to a relay using the same row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +158,9 @@ class Route:
         """A strict chat route rejects any unknown message key: it gets no reasoning key at all."""
         return self.wire == "openai_chat" and not self.carriers and not self.native
 
-    def for_model(self, model: str, prior_turns: str = "") -> Route:
-        """The row as it applies to ``model``: model rules folded in (switches deep-merged).
+    def for_model(self, model: str, prior_turns: str = "", host: str = "") -> Route:
+        """The row as it applies to ``model`` on ``host``: model rules folded in (switches
+        deep-merged; a rule naming hosts only on one of them).
 
         ``prior_turns`` is the model profile's policy: it replaces the row's default, and a
         model rule of this row replaces both."""
@@ -167,7 +172,7 @@ class Route:
         if prior_turns and prior_turns != self.prior_turns:
             out = replace(out, prior_turns=prior_turns)  # type: ignore[arg-type]
         for rule in self.model_rules:
-            if fnmatchcase(m, rule.pattern):
+            if fnmatchcase(m, rule.pattern) and (not rule.hosts or any(host_matches(host, h) for h in rule.hosts)):
                 out = replace(
                     out,
                     switches=deep_merge(out.switches, rule.switches),
@@ -180,6 +185,16 @@ class Route:
             out = replace(out, switches={k: v for k, v in out.switches.items() if k not in without},
                           thinking_off={k: v for k, v in out.thinking_off.items() if k not in without})
         return out
+
+
+def host_matches(host: str, pattern: str) -> bool:
+    """Exact host or subdomain of ``pattern``; a ``*`` label matches exactly one label."""
+    h = host.lower().rstrip(".").split(".")
+    p = pattern.lower().split(".")
+    if len(h) < len(p):
+        return False
+    tail = h[len(h) - len(p):]
+    return all(pl == hl or ("*" in pl and fnmatchcase(hl, pl)) for pl, hl in zip(p, tail, strict=True))
 
 
 def deep_merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
@@ -364,14 +379,18 @@ ROUTES: tuple[Route, ...] = (
     Route("openai-responses", "openai_responses", "OpenAI Responses", providers=("responses", "codex"),
           blob_kinds=frozenset({"openai.encrypted"}), policy="signed", base_url="https://api.openai.com/v1",
           key_env=("OPENAI_API_KEY",), tokens="o200k_base",
-          # gpt-5.4 / 5.5 read replayed earlier-turn reasoning only when asked (5.6 does by default).
-          model_rules=(ModelRule("gpt-5.[4-6]*", switches={"reasoning": {"context": "all_turns"}}),)),
+          # gpt-5.4+ and gpt-6 read replayed earlier-turn reasoning only when asked (5.6 does by
+          # default); only OpenAI's own API takes the parameter, not relays or the Codex backend.
+          model_rules=tuple(ModelRule(p, switches={"reasoning": {"context": "all_turns"}}, hosts=("api.openai.com",))
+                            for p in ("gpt-5.[4-9]*", "gpt-5.[1-9][0-9]*", "gpt-[6-9]*"))),
     Route("xai-responses", "openai_responses", "xAI Responses", blob_kinds=frozenset({"openai.encrypted"}),
           policy="signed",
           base_url="https://api.x.ai/v1", key_env=("XAI_API_KEY",)),
     # --- fallback for any other host: reasoning_content only ---------------------------
+    # A DeepSeek or MiMo model behind an unknown host keeps its must-echo rule (the reference
+    # agent's rule: a model id containing deepseek / mimo pads every tool turn).
     Route("generic", "openai_chat", "OpenAI-compatible (unknown host)", providers=("custom", "openai-compatible"),
-          carriers=frozenset({RC})),
+          carriers=frozenset({RC}), must_echo_models=("*deepseek*", "*mimo*")),
 )
 
 LOCAL_ROW = "local"

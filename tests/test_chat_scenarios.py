@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from hermes import provider
+from hermes.errors import ProviderHTTPError
 from hermes.messages import Message, Reasoning, ToolCall, ToolResult
 from hermes.resolve import resolve
 from hermes.routes import ROUTES as TABLE
@@ -118,6 +119,30 @@ def test_must_echo_pads_a_tool_turn_that_had_no_reasoning(emulator: Any, key: st
     ex, body = run(emulator, key, history, stream=True)
     assert sent_assistant(body)["reasoning_content"] == " "
     assert ex.response.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("model", ["deepseek-v4-pro", "DeepSeek-R1-0528", "mimo-v2-flash"])
+def test_a_must_echo_model_behind_an_unknown_host_is_padded(emulator: Any, model: str) -> None:
+    history = [Message.user("list files"),
+               Message("assistant", (ToolCall("call_x1", "ls", '{"path":"."}'),)),
+               Message("tool", (ToolResult("call_x1", "a.txt", "ls"),))]
+    ex, body = run(emulator, "generic", history, stream=False, model=model)
+    assert sent_assistant(body)["reasoning_content"] == " "
+    assert ex.response.finish_reason == "stop"
+    # the relay passes the upstream's refusal through as it is
+    with pytest.raises(ProviderHTTPError) as err:
+        provider.complete(resolve("generic", emulator.url("generic"), model), history, tools=TOOLS, api_key="k",
+                          body_hook=lambda b: {**b, "messages": [{k: v for k, v in m.items() if k != "reasoning_content"}
+                                                                 for m in b["messages"]]})
+    assert "The `reasoning_content` in the thinking mode must be passed back to the API." in err.value.body
+
+
+def test_another_model_behind_an_unknown_host_is_not_padded(emulator: Any) -> None:
+    history = [Message.user("list files"),
+               Message("assistant", (ToolCall("call_x1", "ls", '{"path":"."}'),)),
+               Message("tool", (ToolResult("call_x1", "a.txt", "ls"),))]
+    _, body = run(emulator, "generic", history, stream=False, model="llama-4-scout")
+    assert "reasoning_content" not in sent_assistant(body)
 
 
 @pytest.mark.parametrize("source", ["copilot", "gemini-openai"])

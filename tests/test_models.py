@@ -219,21 +219,47 @@ def test_gateways_are_asked_for_reasoning_the_documented_way(emulator: Any, key:
 # ----------------------------------------------------------------------------- Responses
 
 
-def _two_turns(emu: Any, model: str) -> tuple[list[Message], dict[str, Any]]:
+def _two_turns(emu: Any, model: str, table: Any = None) -> tuple[list[Message], dict[str, Any]]:
     history = [Message.user("list the workspace")]
-    ex, _ = _send(emu, "openai-responses", model, history)
+    ex, _ = _send(emu, "openai-responses", model, history, table=table)
     call = ex.response.message.tool_calls[0]
     history += [ex.response.message, Message("tool", (ToolResult(call.id, "a.txt", "ls"),))]
-    ex, _ = _send(emu, "openai-responses", model, history)
+    ex, _ = _send(emu, "openai-responses", model, history, table=table)
     history += [ex.response.message, Message.user("and now?")]
-    _, body = _send(emu, "openai-responses", model, history)
+    _, body = _send(emu, "openai-responses", model, history, table=table)
     return history, body
 
 
 def test_gpt55_asks_for_all_turns_context(emulator: Any) -> None:
-    _, body = _two_turns(emulator, "gpt-5.5")
+    _, body = _two_turns(emulator, "gpt-5.5")  # the emulator's loopback host is nobody's own API
+    assert "context" not in body["reasoning"]
+    _, body = _two_turns(emulator, "gpt-5.5", table=_as_openai("127.0.0.1"))
     assert body["reasoning"]["context"] == "all_turns"
     assert sum(1 for i in body["input"] if i.get("type") == "reasoning") == 2
+
+
+def _as_openai(host: str) -> Any:
+    """The built-in table with the all_turns rules also on ``host`` (the emulator stands in for OpenAI)."""
+    from dataclasses import replace as _replace
+
+    from hermes.resolve import Table
+    from hermes.routes import ROUTES
+
+    rows = [_replace(r, model_rules=tuple(_replace(m, hosts=(*m.hosts, host)) for m in r.model_rules))
+            if r.key == "openai-responses" else r for r in ROUTES]
+    return Table(rows)
+
+
+@pytest.mark.parametrize(("model", "url", "asked"), [
+    ("gpt-5.4", None, True), ("gpt-5.5-mini", None, True), ("gpt-6.1", None, True), ("gpt-5.12", None, True),
+    ("gpt-5.2", None, False), ("o3", None, False),
+    ("gpt-5.4", "https://relay.example.net/v1", False),
+    ("gpt-6.1", "https://chatgpt.com/backend-api/codex", False),
+    ("gpt-5.5", "https://eu.api.openai.com/v1", True),
+])
+def test_all_turns_follows_the_family_and_the_host(model: str, url: str | None, asked: bool) -> None:
+    switches = resolve("openai-responses", url, model).route.switches
+    assert (switches.get("reasoning", {}).get("context") == "all_turns") is asked
 
 
 def test_o_series_prunes_earlier_turn_reasoning_and_takes_only_its_efforts(emulator: Any) -> None:

@@ -165,7 +165,8 @@ FACTS: dict[str, Facts] = {
                  errors="xai", efforts=(("grok-3-mini*", ("reasoning_effort",), ("low", "high")),
                                         ("grok-*", ("reasoning_effort",), ())),
                  notes="only grok-3-mini takes reasoning_effort; the refusal text is quoted in litellm PR 16265"),
-    "generic": Facts((RC,), _RCR, ("default-model",)),
+    "generic": Facts((RC,), _RCR, ("default-model",), echo_models=("*deepseek*", "*mimo*"),
+                     notes="a relay serving DeepSeek / MiMo passes their must-echo 400 through as it is"),
     "llamacpp": Facts((RC,), _RCR, ("qwen3-32b-q4_k_m.gguf",), keep=_LOCAL_KEEP),
     "sglang": Facts((RC,), _RCR, ("Qwen/Qwen3-32B",), keep=_LOCAL_KEEP),
     # --- reasoning (local servers) ------------------------------------------------------------

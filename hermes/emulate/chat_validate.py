@@ -91,8 +91,8 @@ def _echo_upstream(facts: Facts, model: str, body: Mapping[str, Any]) -> Verdict
                                                          "assistant tool call message at index "
                                                          f"{body['messages'].index(msg)}"))
             who = "Xiaomi" if m.startswith("xiaomi/") else "DeepSeek"
-            return 400, _wrapped(who, error_body("deepseek", "The `reasoning_content` in the thinking mode must be "
-                                                             "passed back to the API."))
+            inner = error_body("deepseek", "The `reasoning_content` in the thinking mode must be passed back to the API.")
+            return 400, _wrapped(who, inner) if facts.errors == "openrouter" else inner
     return None
 
 
