@@ -40,18 +40,22 @@ from starlette.routing import Mount, Route
 
 from ..errors import HermesError, ProviderHTTPError, redact
 from ..logs import log_event
-from ..messages import Message
+from ..messages import Message, Reasoning
 from ..rejections import RetryState, learned_for, recover
 from ..replay import Learned
 from ..resolve import Resolved, resolve
 from ..routes import ROUTES
 from ..routes import Route as Row
-from ..serving.http import ApiError, openai_error_response, read_body
+from ..serving.http import ApiError, json_response, openai_error_response, read_body
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
+from .door import open_turns, seal_turn
 from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
+from .responses_door import chat_request, new_id, output_items, response_object
+from .responses_sse import ResponsesEvents
 from .rewrite import Rewrite, rewrite
+from .seal import Sealer
 from .upstream import TooLarge, bounded, check_declared, make_client, read_bounded
 
 __all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
@@ -96,6 +100,31 @@ class ProxyOptions:
     response. Needed when several processes share the memory (``--workers``, PostgreSQL): the
     client's next request may reach another worker, which knows only what is in the store.
     Off, the write follows the reply and only this process sees the turn meanwhile."""
+    sealer: Sealer | None = None
+    """Seals what the front doors hand their clients to carry; None: the deployment's own,
+    from ``$HERMES_HOME`` (``seal.KEY_FILE``), loaded on first use."""
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One chat request sent upstream by ``Proxy.exchange``: what was sent, and the answer's head."""
+
+    target: Resolved
+    tenant: str | None
+    rw: Rewrite
+    resp: httpx.Response
+    retry: RetryState
+    t0: float
+    stream: bool
+    """The client asked for a stream."""
+    rec: Recorder
+    refused: bytes | None = None
+    """The upstream's refusal, read whole (nothing was learned from it): relay it as it is."""
+
+    @property
+    def streamed(self) -> bool:
+        """The answer is a stream of server-sent events."""
+        return "text/event-stream" in self.resp.headers.get("content-type", "")
 
 
 class Proxy:
@@ -114,6 +143,15 @@ class Proxy:
         self._targets: dict[tuple[str, str, str], Resolved] = {}
         self.writer = anyio.CapacityLimiter(8)
         """Threads writing recorded turns to the memory store at once."""
+
+    @property
+    def sealer(self) -> Sealer:
+        """The options' sealer, or the deployment's (its key file made on first use)."""
+        if self.options.sealer is None:
+            from ..paths import user_dir
+
+            self.options.sealer = Sealer.load(user_dir())
+        return self.options.sealer
 
     # --- routing ------------------------------------------------------------------------
     def row(self, name: str) -> tuple[Row, str]:
@@ -145,31 +183,12 @@ class Proxy:
         model = body.get("model") if isinstance(body, dict) else None
         if not isinstance(model, str) or not model or not isinstance(body, dict):
             return await self.relay(request.method, url, headers, raw)  # the upstream says what is wrong
-        # the client's own credentials, before --env-keys adds the proxy's: keyless clients share nothing
-        tenant = tenant_of(request.headers, row.key, request.scope.get("query_string", b"").decode("latin-1"))
-        target, rw = self.prepare(body, row, upstream, tenant)
-        for k, v in endpoint(target)[1].items():
-            headers.setdefault(k, v)
-        resp = await self.send(url, headers, rw, raw)
-        retry = RetryState()
-        limit = self.options.max_upstream_body
-        if _may_learn(resp.status_code) and rw.plan is not None:
-            err = await self.read(resp, url)
-            sent = rw.body if rw.body is not None else body
-            problem = ProviderHTTPError("upstream refused the request", status=resp.status_code,
-                                        body=err.decode("utf-8", "replace"), route=target.route.key,
-                                        attempt=chat_attempt(rw.plan, sent))
-            if recover(self.ledger, None, target, problem, retry):
-                self._learned.clear()
-                target, rw = self.prepare(body, row, upstream, tenant)
-                resp = await self.send(url, headers, rw, raw)
-            else:
-                self.log(target, tenant, rw, resp.status_code, t0, bool(body.get("stream")), retry)
-                return _back(Response(err, resp.status_code), resp.headers, decoded=True)
-        rec = Recorder(target)
-        stream = bool(body.get("stream"))
-        done = BackgroundTask(self.log_after, rec, target, tenant, rw, resp.status_code, t0, stream, retry)
-        if "text/event-stream" not in resp.headers.get("content-type", ""):
+        ex = await self.exchange(url, headers, row, upstream, body, raw, t0, _tenant(request, row))
+        if ex.refused is not None:
+            return _back(Response(ex.refused, ex.resp.status_code), ex.resp.headers, decoded=True)
+        resp, rec, tenant = ex.resp, ex.rec, ex.tenant
+        done = BackgroundTask(self.log_after, ex)
+        if not ex.streamed:
             content = await self.read(resp, url)
             if resp.status_code == 200:
                 rec.whole(content)
@@ -177,6 +196,7 @@ class Proxy:
             return _back(Response(content, resp.status_code, background=done), resp.headers, decoded=True)
         ok = resp.status_code == 200 and resp.headers.get("content-encoding", "identity") == "identity"
         await self.check(resp, url)
+        limit = self.options.max_upstream_body
 
         async def relay() -> AsyncIterator[bytes]:
             staged = not ok
@@ -189,12 +209,103 @@ class Proxy:
                             await self.stage(tenant, rec)
                     yield chunk
             except TooLarge as e:
-                log_event("proxy_error", route=target.route.key, error=f"{_shown(url)}: {e}; the stream was cut")
+                log_event("proxy_error", route=row.key, error=f"{_shown(url)}: {e}; the stream was cut")
                 if resp.headers.get("content-encoding", "identity") != "identity":
                     raise  # an encoded body takes no event of ours: the connection is cut
                 yield _stream_error(f"{e}; the stream was cut here")
 
         return _back(StreamingResponse(relay(), resp.status_code, background=done), resp.headers, decoded=False)
+
+    async def exchange(self, url: str, headers: dict[str, str], row: Row, upstream: str, body: dict[str, Any],
+                       raw: bytes, t0: float, tenant: str | None,
+                       extra: Mapping[str, Message] | None = None) -> Exchange:
+        """One chat request through the one pipeline every door shares: ``rewrite`` (restore,
+        pad, strip, switches, tool-id rule, learned rejections), upstream, and — on an
+        unknown-field 4xx — learn and retry once. ``extra``: turns a front door opened from its
+        client's envelopes, recalled before the memory. The answer's head is in; its body is
+        not read unless it was refused (``Exchange.refused``, already logged)."""
+        target, rw = self.prepare(body, row, upstream, tenant, extra)
+        for k, v in endpoint(target)[1].items():
+            headers.setdefault(k, v)
+        resp = await self.send(url, headers, rw, raw)
+        retry = RetryState()
+        stream = bool(body.get("stream"))
+        if _may_learn(resp.status_code) and rw.plan is not None:
+            err = await self.read(resp, url)
+            sent = rw.body if rw.body is not None else body
+            problem = ProviderHTTPError("upstream refused the request", status=resp.status_code,
+                                        body=err.decode("utf-8", "replace"), route=target.route.key,
+                                        attempt=chat_attempt(rw.plan, sent))
+            if recover(self.ledger, None, target, problem, retry):
+                self._learned.clear()
+                target, rw = self.prepare(body, row, upstream, tenant, extra)
+                resp = await self.send(url, headers, rw, raw)
+            else:
+                self.log(target, tenant, rw, resp.status_code, t0, stream, retry)
+                return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target), refused=err)
+        return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target))
+
+    # --- the Responses door -----------------------------------------------------------------
+    async def responses(self, request: Request, row: Row, upstream: str) -> Response:
+        """``POST /{route}/v1/responses``: a Responses request served by the route's chat
+        pipeline (``responses_door``), its reasoning handed out and taken back in envelopes."""
+        t0 = time.perf_counter()
+        raw = await _read(request, self.options)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ApiError(400, "invalid_request", "the request body is not JSON") from None
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
+            raise ApiError(400, "invalid_request", "model: a Responses request needs a model")
+        door = chat_request(body, self.target(row, upstream, body["model"]))
+        headers = self.headers(request, row)
+        tenant = _tenant(request, row)
+        sealed_for = tenant or ""  # a keyless client's envelopes: it carries only what it was given
+        extra, refused = open_turns(door.body["messages"], door.envelopes, self.sealer, tenant=sealed_for,
+                                    route=row.key, think_tags=row.think_tags)
+        if refused:
+            log_event("proxy_envelope", route=row.key, tenant=sealed_for[:10] or "none", refused=refused)
+        url = f"{upstream}/chat/completions"
+        ex = await self.exchange(url, headers, row, upstream, door.body, orjson.dumps(door.body), t0, tenant, extra)
+        if ex.refused is not None or ex.resp.status_code != 200:
+            err = ex.refused if ex.refused is not None else await self.read(ex.resp, url)
+            if ex.refused is None:
+                self.log(ex.target, tenant, ex.rw, ex.resp.status_code, t0, door.stream, ex.retry)
+            return _door_error(ex.resp, err)
+        seal = partial(self.seal_parts, sealed_for, row.key) if door.include_encrypted else None
+        done = BackgroundTask(self.log_after, ex)
+        if not ex.streamed:
+            ex.rec.whole(await self.read(ex.resp, url))
+            await self.stage(tenant, ex.rec)
+            result = ex.rec.result()
+            if result is None:
+                raise ApiError(502, "upstream_unreadable", "the route's answer could not be read as a chat completion")
+            output = output_items(result.message, seal(result.message.reasoning) if seal else None)
+            obj = response_object(body, new_id("resp"), output, finish=result.finish_reason, usage=result.usage)
+            return Response(orjson.dumps(obj), 200, media_type="application/json", background=done)
+        await self.check(ex.resp, url)
+        events = ResponsesEvents(body, seal, partial(_thought, ex.rec))
+        limit = self.options.max_upstream_body
+
+        async def relay() -> AsyncIterator[bytes]:
+            yield events.start()
+            error = ""
+            try:
+                async for chunk in bounded(ex.resp, limit):
+                    deltas = ex.rec.feed(chunk)
+                    if ex.rec.finished and not ex.rec.recorded:
+                        await self.stage(tenant, ex.rec)
+                    if deltas:
+                        yield events.feed(deltas)
+            except (httpx.HTTPError, TooLarge) as e:
+                error = f"the route's stream broke: {type(e).__name__}"
+            yield events.finish(ex.rec.result() if not error else None, error)
+
+        return StreamingResponse(relay(), 200, media_type="text/event-stream", background=done,
+                                 headers={"cache-control": "no-cache"})
+
+    def seal_parts(self, tenant: str, route: str, parts: Sequence[Reasoning]) -> str | None:
+        return seal_turn(parts, self.sealer, tenant=tenant, route=route)
 
     async def send(self, url: str, headers: dict[str, str], rw: Rewrite, raw: bytes) -> httpx.Response:
         """The chat request upstream, as rewritten."""
@@ -288,9 +399,9 @@ class Proxy:
                 log_event("proxy_error", error=redact(f"cannot read the reasoning memory: {e}"))
         return out
 
-    async def log_after(self, rec: Recorder, target: Resolved, tenant: str | None, rw: Rewrite, status: int, t0: float,
-                        stream: bool, retry: RetryState) -> None:
-        self.log(target, tenant, rw, status, t0, stream, retry, recorded=rec.recorded)
+    async def log_after(self, ex: Exchange) -> None:
+        self.log(ex.target, ex.tenant, ex.rw, ex.resp.status_code, ex.t0, ex.stream, ex.retry,
+                 recorded=ex.rec.recorded)
 
     def log(self, target: Resolved, tenant: str | None, rw: Rewrite, status: int, t0: float, stream: bool,
             retry: RetryState, *, recorded: bool = False) -> None:
@@ -307,9 +418,13 @@ class Proxy:
         body = bounded(resp, self.options.max_upstream_body)
         return _back(StreamingResponse(body, resp.status_code), resp.headers, decoded=False)
 
-    def prepare(self, body: dict[str, Any], row: Row, upstream: str, tenant: str | None) -> tuple[Resolved, Rewrite]:
+    def prepare(self, body: dict[str, Any], row: Row, upstream: str, tenant: str | None,
+                extra: Mapping[str, Message] | None = None) -> tuple[Resolved, Rewrite]:
         target = self.target(row, upstream, str(body["model"]))
-        return target, prepare(body, target, tenant, self.recall, self.learned(target))
+        recall = self.recall if not extra else partial(_first, extra, self.recall)
+        if extra and not tenant:  # a keyless client: its envelopes only, never the memory
+            return target, rewrite(body, target, partial(_first, extra, _none, ""), self.learned(target))
+        return target, prepare(body, target, tenant, recall, self.learned(target))
 
 
 def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
@@ -355,6 +470,46 @@ def _stream_error(message: str) -> bytes:
     end whatever event the relayed bytes were in the middle of."""
     return b"\n\ndata: " + orjson.dumps({"error": {"message": message, "type": "api_error", "param": None,
                                                  "code": "upstream_too_large"}}) + b"\n\n"
+
+
+def _none(tenant: str, keys: Sequence[str]) -> dict[str, Message]:
+    return {}
+
+
+def _first(extra: Mapping[str, Message], recall: Recall, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
+    """``recall`` for the keys ``extra`` (what a door opened from its client's envelopes) lacks."""
+    out = {k: extra[k] for k in keys if k in extra}
+    rest = [k for k in keys if k not in out]
+    if rest:
+        out.update(recall(tenant, rest))
+    return out
+
+
+def _tenant(request: Request, row: Row) -> str | None:
+    """The client's own credentials, before --env-keys adds the proxy's: keyless clients share nothing."""
+    return tenant_of(request.headers, row.key, request.scope.get("query_string", b"").decode("latin-1"))
+
+
+def _thought(rec: Recorder) -> tuple[Reasoning, ...]:
+    """The reasoning ``rec`` has folded so far."""
+    m = rec.snapshot()
+    return m.reasoning if m is not None else ()
+
+
+def _door_error(resp: httpx.Response, err: bytes) -> Response:
+    """The route's refusal for a door's client: its OpenAI-shaped error as it is, or its text
+    inside one; ``retry-after`` kept (the status is the route's own)."""
+    try:
+        doc = orjson.loads(err)
+    except orjson.JSONDecodeError:
+        doc = None
+    if not (isinstance(doc, dict) and isinstance(doc.get("error"), dict)):
+        text = err.decode("utf-8", "replace")[:2000]
+        doc = {"error": {"message": redact(f"the route answered HTTP {resp.status_code}: {text}"),
+                         "type": "api_error" if resp.status_code >= 500 else "invalid_request_error",
+                         "param": None, "code": "upstream_error"}}
+    keep = {k: v for k, v in resp.headers.items() if k.lower() == "retry-after"}
+    return json_response(doc, resp.status_code, keep)
 
 
 def _shown(url: str) -> str:
@@ -408,6 +563,11 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
             url = f"{upstream}/{rest}" + (f"?{query.decode('latin-1')}" if query else "")
             if request.method == "POST" and rest.rstrip("/").endswith("chat/completions"):
                 return await proxy.chat(request, row, upstream, url)
+            if request.method == "POST" and rest.rstrip("/").endswith("responses"):
+                if rest.rstrip("/") not in ("responses", "v1/responses"):
+                    raise ApiError(404, "unknown_door", f"the Responses door of route {row.key!r} is "
+                                   f"POST /{row.key}/v1/responses (a client's base URL is /{row.key}/v1)")
+                return await proxy.responses(request, row, upstream)
             return await proxy.relay(request.method, url, proxy.headers(request, row), await request.body())
         except ApiError as e:
             return openai_error_response(e)

@@ -19,7 +19,7 @@ from ..errors import HermesError
 from ..messages import Message
 from ..provider import SSESplitter
 from ..resolve import Resolved
-from ..stream import Accumulator
+from ..stream import Accumulator, Delta, Response
 from ..wire.chat_decode import decoder
 
 __all__ = ["Recorder"]
@@ -40,16 +40,20 @@ class Recorder:
         self.failed = False
 
     # --- streamed -----------------------------------------------------------------------
-    def feed(self, chunk: bytes) -> None:
-        """Raw SSE bytes as they arrived; never raises (a bad stream just records nothing)."""
+    def feed(self, chunk: bytes) -> list[Delta]:
+        """Raw SSE bytes as they arrived: the deltas they completed (a front door renders
+        them for its client). Never raises: a bad stream records nothing, and yields nothing more."""
         if self.failed:
-            return
+            return []
+        out: list[Delta] = []
         try:
             for event, data in self._split.feed(self._text.decode(chunk)):
                 for d in self._dec.decode_event(event, data):
                     self._acc.feed(d)
+                    out.append(d)
         except (HermesError, TypeError, ValueError):
             self.failed = True
+        return out
 
     # --- whole --------------------------------------------------------------------------
     def whole(self, content: bytes) -> None:
@@ -58,6 +62,15 @@ class Recorder:
                 self._acc.feed(d)
         except (HermesError, TypeError, ValueError):
             self.failed = True
+
+    def result(self) -> Response | None:
+        """The finished turn with its finish reason and usage; None as for ``message``."""
+        if not self.finished:
+            return None
+        try:
+            return self._acc.result()
+        except HermesError:
+            return None
 
     @property
     def finished(self) -> bool:

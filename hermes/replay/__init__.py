@@ -36,7 +36,7 @@ from .plan import (
     ReplayPlan,
     Settings,
 )
-from .planner import plan_replay
+from .planner import effort_fields, plan_replay
 from .runs import Run
 from .sendable import blob_allowed
 
@@ -53,6 +53,7 @@ __all__ = [
     "blob_allowed",
     "blob_hash",
     "context",
+    "effort_fields",
     "plan_replay",
     "render_with",
     "shared_prefix",

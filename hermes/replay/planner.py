@@ -22,7 +22,7 @@ from .plan import Decision, Learned, PlannedMessage, ReplayPlan, Settings
 from .runs import Run, closing_side, matching
 from .structure import structure, turn_sides
 
-__all__ = ["plan_replay", "tool_ids_ok"]
+__all__ = ["effort_fields", "plan_replay", "tool_ids_ok"]
 
 _PLANNERS = {
     "openai_chat": plan_chat,
@@ -227,8 +227,18 @@ def _request_fields(target: Resolved, settings: Settings, thinking: bool) -> dic
     if not thinking:
         return deep_merge({}, route.thinking_off)
     out = deep_merge({}, route.switches)
-    if settings.effort and route.wire == "openai_chat":
-        value = route.effort_map.get(settings.effort) if route.effort_map else settings.effort
-        if value and target.profile.takes_effort(value):
-            out = deep_merge(out, at_path(route.effort_field, value))
+    if settings.effort:
+        out = deep_merge(out, effort_fields(target, settings.effort))
     return out
+
+
+def effort_fields(target: Resolved, effort: str) -> dict[str, Any]:
+    """Where a chat route takes a reasoning effort, and the value it takes for ``effort``;
+    empty when the route's map lacks it or the model does not accept it."""
+    route = target.route
+    if route.wire != "openai_chat":
+        return {}
+    value = route.effort_map.get(effort) if route.effort_map else effort
+    if value and target.profile.takes_effort(value):
+        return at_path(route.effort_field, value)
+    return {}
