@@ -63,6 +63,16 @@ class Recorder:
         except (HermesError, TypeError, ValueError):
             self.failed = True
 
+    def snapshot(self) -> Message | None:
+        """The turn as folded so far (a door seals the reasoning known mid-stream); None when
+        the stream failed or what it holds is malformed."""
+        if self.failed:
+            return None
+        try:
+            return self._acc.snapshot()
+        except HermesError:
+            return None
+
     def result(self) -> Response | None:
         """The finished turn with its finish reason and usage; None as for ``message``."""
         if not self.finished:

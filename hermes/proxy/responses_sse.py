@@ -21,12 +21,9 @@ from typing import Any
 
 import orjson
 
-from ..messages import Reasoning, RouteKey
+from ..messages import Reasoning
 from ..stream import (
-    Accumulator,
     Delta,
-    DetailsDelta,
-    NativeDelta,
     ReasoningDelta,
     Response,
     TextDelta,
@@ -47,7 +44,8 @@ def _sse(event: dict[str, Any]) -> bytes:
 class ResponsesEvents:
     """One response's events, built from the deltas of the route's answer (module docstring)."""
 
-    def __init__(self, body: Mapping[str, Any], origin: RouteKey, seal: Seal | None) -> None:
+    def __init__(self, body: Mapping[str, Any], seal: Seal | None, thought: Callable[[], Sequence[Reasoning]]) -> None:
+        """``thought``: the reasoning of the turn as folded so far (the recorder's)."""
         self.body = body
         self.id = new_id("resp")
         self.seal = seal
@@ -58,8 +56,7 @@ class ResponsesEvents:
         """What is open: ``reasoning``, ``text`` or a tool-call delta key."""
         self._item: dict[str, Any] = {}
         self._buf: list[str] = []
-        self._thought = Accumulator(origin)
-        """The reasoning as known so far (for the envelope of the first reasoning item)."""
+        self._thought = thought
         self._sealed: tuple[Reasoning, ...] | None = None
         """What the last envelope sent holds."""
 
@@ -91,7 +88,7 @@ class ResponsesEvents:
             if text:
                 out += self._ev("response.reasoning_summary_text.done", **at, summary_index=0, text=text)
                 out += self._ev("response.reasoning_summary_part.done", **at, summary_index=0, part=part)
-            item = reasoning_item(text, self._envelope(self._thought_parts()), item["id"])
+            item = reasoning_item(text, self._envelope(tuple(self._thought())), item["id"])
         elif self._open == "text":
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
             out += self._ev("response.output_text.done", **at, content_index=0, text=text, logprobs=[])
@@ -118,12 +115,6 @@ class ResponsesEvents:
                             part={"type": "output_text", "text": "", "annotations": [], "logprobs": []})
         return out
 
-    def _thought_parts(self) -> tuple[Reasoning, ...]:
-        try:
-            return self._thought.snapshot().reasoning
-        except Exception:  # a malformed fragment: the finish says whether the turn is good
-            return ()
-
     def _envelope(self, parts: tuple[Reasoning, ...]) -> str | None:
         if self.seal is None or not parts:
             return None
@@ -135,15 +126,12 @@ class ResponsesEvents:
         out = b""
         for d in deltas:
             match d:
-                case ReasoningDelta() | DetailsDelta() | NativeDelta():
-                    if self._open in (None, "reasoning"):
-                        self._thought.feed(d)
-                    if isinstance(d, ReasoningDelta) and d.text:
-                        if self._open != "reasoning":
-                            out += self._begin("reasoning", reasoning_item("", None, new_id("rs")))
-                        self._buf.append(d.text)
-                        out += self._ev("response.reasoning_summary_text.delta", **self._at(), summary_index=0,
-                                        delta=d.text)
+                case ReasoningDelta() if d.text:
+                    if self._open != "reasoning":
+                        out += self._begin("reasoning", reasoning_item("", None, new_id("rs")))
+                    self._buf.append(d.text)
+                    out += self._ev("response.reasoning_summary_text.delta", **self._at(), summary_index=0,
+                                    delta=d.text)
                 case TextDelta() if d.text:
                     if self._open != "text":
                         out += self._begin("text", {"id": new_id("msg"), "type": "message", "status": "in_progress",
