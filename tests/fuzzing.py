@@ -24,6 +24,7 @@ hypothesis profile (``st.randoms``) and the long random profile share them.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
@@ -870,4 +871,7 @@ def capture_corpus() -> dict[str, list[bytes]]:
     if empty:
         raise RuntimeError(f"no seeds captured for {empty}")
     _CORPUS.update(corpus)
+    for target in TARGETS:  # a first run imports what the target needs (the mcp client's models
+        with contextlib.suppress(Exception):  # take seconds to build), outside the per-case bound
+            target.run(corpus[target.seeds][0])
     return _CORPUS
