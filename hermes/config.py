@@ -163,7 +163,7 @@ def _parse(path: Path) -> Config:
             if key == "effort" and value not in EFFORTS:
                 raise ConfigError(f"{where}: 'effort' must be one of {', '.join(EFFORTS)}, not {value!r}")
             if key == "base_url" and isinstance(value, str) and value:
-                _url(value, where)
+                _url(value, where, "base_url")
             values[key] = value or None if want is str else value
         else:
             raise ConfigError(f"{where}: unknown setting '{key}'",
@@ -198,17 +198,18 @@ def _aliases(value: Any, where: str) -> dict[str, Alias]:
         if any(spec.get(k) is not None and not isinstance(spec[k], str) for k in ("provider", "base_url")):
             raise ConfigError(f"{where}: alias '{name}': provider and base_url must be strings")
         if spec.get("base_url"):
-            _url(spec["base_url"], f"{where}: alias '{name}'")
+            _url(spec["base_url"], where, f"alias '{name}' base_url")
         out[name] = Alias(spec.get("provider"), spec["model"], spec.get("base_url"))
     return out
 
 
-def _url(value: str, where: str) -> None:
+def _url(value: str, where: str, setting: str) -> None:
+    """``setting`` of the file ``where`` must be a base URL ``urlpolicy`` accepts."""
     from .errors import HermesError
     from .urlpolicy import check_base_url
 
     try:
-        check_base_url(value)
+        check_base_url(value, setting)
     except HermesError as e:
         raise ConfigError(f"{where}: {e}", hint=e.hint) from None
 
@@ -230,9 +231,9 @@ def _gateway(value: Any, where: str) -> dict[str, Any]:
             raise ConfigError(f"{where}: [gateway] {name} must be a list of non-empty strings")
         out[name] = tuple(items)
     try:
-        out["allowed_base_urls"] = normalise_allowlist(out["allowed_base_urls"])
+        out["allowed_base_urls"] = normalise_allowlist(out["allowed_base_urls"], "an entry of [gateway] allowed_base_urls")
     except (ValueError, HermesError) as e:
-        raise ConfigError(f"{where}: [gateway] allowed_base_urls: {e}") from None
+        raise ConfigError(f"{where}: {e}") from None
     return out
 
 
@@ -254,8 +255,8 @@ def _proxy(value: Any, where: str) -> ProxySettings:
             raise ConfigError(f"{where}: [proxy] {k} must be positive")
     upstream = dict(value.get("upstream") or {})
     for route, url in upstream.items():
-        if not isinstance(url, str) or "://" not in url:
+        if not isinstance(url, str):
             raise ConfigError(f"{where}: [proxy] upstream {route!r} must be a URL like https://host/v1")
-        _url(url, where)
+        _url(url, where, f"[proxy] upstream {route!r}")
     return ProxySettings(value.get("host", "127.0.0.1"), port, float(value.get("memory_mb", 32.0)),
                          float(value.get("memory_days", 7.0)), upstream)

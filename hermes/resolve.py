@@ -82,19 +82,13 @@ class Resolved:
 
 
 def parse_base_url(base_url: str) -> tuple[str, str]:
-    """(lower-case host without port, path) of a base URL; raises RouteError if it has no host
-    or carries credentials (``urlpolicy.check_base_url``)."""
+    """(lower-case host without port, path) of a base URL; raises RouteError if it is not an
+    http(s) URL with a host or carries credentials (``urlpolicy.check_base_url``)."""
     from .urlpolicy import check_base_url
 
     check_base_url(base_url)
-    parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
-    try:
-        host = (parts.hostname or "").lower().rstrip(".")
-    except ValueError:
-        host = ""
-    if not host:
-        raise RouteError(f"base URL {base_url!r} has no host", hint="use e.g. https://api.example.com/v1")
-    return host, parts.path or "/"
+    parts = urlsplit(base_url)
+    return (parts.hostname or "").lower().rstrip("."), parts.path or "/"
 
 
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
@@ -328,6 +322,13 @@ def _field(key: str, name: str, value: Any) -> Any:
     if name in _STR_FIELDS:
         if not isinstance(value, str):
             raise ConfigError(f"{where} must be a string")
+        if name == "base_url" and value:
+            from .urlpolicy import check_base_url
+
+            try:
+                check_base_url(value, where)
+            except RouteError as e:
+                raise ConfigError(str(e), hint=e.hint) from None
         return check_choice(where, value, _CHOICES[name]) if name in _CHOICES else value
     if name in _BOOL_FIELDS:
         return check_bool(where, value)

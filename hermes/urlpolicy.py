@@ -27,43 +27,52 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _BAD_CHAR = re.compile(r"[\x00-\x20\x7f\\]")
 """Space, control characters and backslash: one regex search, not a per-character loop (every
 resolve checks its URL; the proxy resolves once per request)."""
+_EXAMPLE = "a base URL looks like https://api.example.com/v1"
 
 
-def check_base_url(url: str) -> None:
-    """Refuse a base URL carrying credentials or characters parsers read differently.
+def check_base_url(url: str, setting: str = "a base URL") -> None:
+    """Refuse a base URL Hermes cannot or must not send a key to: not ``http(s)://host``, not
+    parseable, carrying credentials, or holding characters parsers read differently.
 
-    The URL itself is never part of the message: it may hold a password."""
+    ``setting`` names where the URL came from (``--base-url``, ``[proxy] upstream`` ...). The
+    URL itself is never part of the message: it may hold a password."""
     if _BAD_CHAR.search(url):
-        raise RouteError("a base URL must not contain spaces, control characters or backslashes",
-                         hint="check the value of --base-url / base_url")
+        raise RouteError(f"{setting} must not contain spaces, control characters or backslashes",
+                         hint=_EXAMPLE)
     head = url.split("?", 1)[0].split("#", 1)[0]
     if "@" in head:  # wherever parsers put the authority, no "@" means no user:password@ part
-        raise RouteError("a base URL must not carry a user name or password (user:password@host)",
+        raise RouteError(f"{setting} must not carry a user name or password (user:password@host)",
                          hint="give keys with --api-key or the provider's environment variable; "
                               "the URL was not stored")
+    try:
+        p = urlsplit(url)
+        p.port  # noqa: B018 - parsed on access: "port out of range", "could not be cast"
+    except ValueError as e:  # "Invalid IPv6 URL" ...; no "@" above, so no password in the text
+        raise RouteError(f"{setting} is not a valid URL ({e})", hint=_EXAMPLE) from None
+    if p.scheme.lower() not in _DEFAULT_PORTS:
+        raise RouteError(f"{setting} must start with http:// or https://", hint=_EXAMPLE)
+    if not p.hostname:
+        raise RouteError(f"{setting} has no host", hint=_EXAMPLE)
 
 
 def _parts(url: str) -> tuple[str, str, int, str]:
-    """(scheme, host, port, path without trailing slash) of an http(s) URL."""
+    """(scheme, host, port, path without trailing slash) of a URL ``check_base_url`` passed."""
     p = urlsplit(url)
     scheme = p.scheme.lower()
     host = (p.hostname or "").lower().rstrip(".")
-    try:
-        port = p.port or _DEFAULT_PORTS.get(scheme, 0)
-    except ValueError:
-        port = -1
-    return scheme, host, port, p.path.rstrip("/")
+    return scheme, host, p.port or _DEFAULT_PORTS.get(scheme, 0), p.path.rstrip("/")
 
 
-def normalise_allowlist(entries: Sequence[str]) -> tuple[str, ...]:
+def normalise_allowlist(entries: Sequence[str], setting: str = "an allowed base URL") -> tuple[str, ...]:
     """Validate ``allowed_base_urls`` entries: absolute http(s) URLs with a host, no credentials,
-    no query or fragment. Raises ``ValueError`` naming the bad entry."""
+    no query or fragment. Raises ``RouteError`` or ``ValueError``, ``setting`` naming the entry."""
     out = []
     for entry in entries:
-        check_base_url(entry)
+        check_base_url(entry, setting)
         p = urlsplit(entry)
-        if p.scheme.lower() not in _DEFAULT_PORTS or not p.hostname or p.query or p.fragment:
-            raise ValueError(f"{entry!r} is not an http(s) URL prefix like https://host:port/path")
+        if p.query or p.fragment:
+            raise ValueError(f"{setting} must be a URL prefix without ?query or #fragment, "
+                             "like https://host:port/path")
         out.append(entry.rstrip("/"))
     return tuple(out)
 
@@ -75,8 +84,6 @@ def base_url_allowed(url: str, *, default: str, allowlist: Sequence[str]) -> boo
     if p.query or p.fragment or ".." in p.path.split("/"):
         return False
     want = _parts(url)
-    if want[0] not in _DEFAULT_PORTS or not want[1] or want[2] < 0:
-        return False
     if default and want == _parts(default):
         return True
     for entry in allowlist:

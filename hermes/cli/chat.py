@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .progress import Activity
+from .url_option import BASE_URL
 
 if TYPE_CHECKING:
     from ..events import AgentEvent
@@ -170,7 +171,7 @@ def _exit_on_hangup() -> None:
 @click.option("-q", "--query", help="Run one user turn to completion (tool loop included) and exit.")
 @click.option("--provider", "-p", help="Provider / route (see `hermes routes`).")
 @click.option("--model", "-m", help="Model id, or an alias from config.toml.")
-@click.option("--base-url", "-u", help="Base URL (changes the host, not the route named by --provider).")
+@click.option("--base-url", "-u", type=BASE_URL, help="Base URL (changes the host, not the route named by --provider).")
 @click.option("--api-key", help="API key (else the provider's variable, else HERMES_API_KEY; Bedrock uses AWS credentials).")
 @click.option("--resume", "-r", "resume", metavar="ID", help="Continue a stored session.")
 @click.option("--continue", "-c", "cont", is_flag=True, help="Continue the most recent session.")

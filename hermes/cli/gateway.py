@@ -74,7 +74,7 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     HERMES_DATABASE_URL=postgresql://hermes@db/hermes hermes gateway --workers 4
     """
     from ..config import load_config
-    from ..errors import ConfigError, HermesError
+    from ..errors import HermesError
     from ..gateway.app import GatewayOptions
     from ..gateway.server import check_bind, gateway_token, serve
     from ..store import open_store
@@ -82,9 +82,10 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
 
     config = load_config()
     try:
-        allowed = normalise_allowlist(allow_base_urls)
-    except (ValueError, HermesError) as e:
-        raise ConfigError(f"--allow-base-url: {e}") from None
+        allowed = normalise_allowlist(allow_base_urls, "it")
+    except (ValueError, HermesError) as e:  # a usage error (exit 2), the URL not repeated
+        hint = f"; {e.hint}" if isinstance(e, HermesError) and e.hint else ""
+        raise click.BadParameter(f"{e}{hint}", param_hint="--allow-base-url") from None
     options = GatewayOptions(token=gateway_token(config), max_body=max_body, lock_ttl_s=lock_ttl,
                              lock_wait_s=lock_wait, workers=threads, max_steps=max_steps,
                              allowed_base_urls=allowed, allowed_hosts=allow_hosts, bound_host=host,

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ._common import echo_json
+from .url_option import url_problem
 from .workers_option import WORKERS, pin_here, pin_options
 
 __all__ = ["proxy"]
@@ -18,9 +19,12 @@ def _upstreams(values: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for v in values:
         route, sep, url = v.partition("=")
-        if not sep or not route.strip() or "://" not in url:
-            raise click.BadParameter(f"{v!r}: expected ROUTE=URL, e.g. deepseek=https://api.deepseek.com",
+        if not sep or not route.strip():  # the value is not repeated: its URL may hold a password
+            raise click.BadParameter("expected ROUTE=URL, e.g. deepseek=https://api.deepseek.com",
                                      param_hint="--upstream")
+        problem = url_problem(url.strip())
+        if problem:
+            raise click.BadParameter(f"the URL for {route.strip()!r}: {problem}", param_hint="--upstream")
         out[route.strip().lower()] = url.strip()
     return out
 
@@ -76,13 +80,9 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     from ..proxy import Bounds, ProxyOptions, open_memory
     from ..resolve import load_table
     from ..store import Store, open_store
-    from ..urlpolicy import check_base_url
-
     config = load_config()
     cfg = config.proxy
-    upstreams = {**cfg.upstream, **_upstreams(upstream)}
-    for url in upstreams.values():
-        check_base_url(url)
+    upstreams = {**cfg.upstream, **_upstreams(upstream)}  # config.toml's were checked as it loaded
     bounds = Bounds(max_bytes=int((memory_mb or cfg.memory_mb) * (1 << 20)),
                     max_age_s=(memory_days or cfg.memory_days) * 86400.0)
     bound = host or cfg.host

@@ -11,6 +11,7 @@ import click
 
 from ..errors import HermesError
 from ..terminal import printable
+from ..urlpolicy import check_base_url
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -93,6 +94,9 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                     if not model:
                         click.echo(f"current: {resolved.route.key}:{resolved.model} at {resolved.base_url}", err=True)
                         continue
+                    url = url.strip()
+                    if url:  # checked where it enters; the message names it and never repeats it
+                        check_base_url(url, "the /model base URL")
                     given = api_key
 
                     def admit(new: Resolved) -> None:  # a route without a key is refused before the switch
@@ -100,7 +104,7 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                         given = runtime.key(new, api_key if new.route.key == key_route else None)
 
                     resolved = runtime.switch(store.get_session(sid), provider=provider or None, model=model,
-                                              base_url=url.strip() or None, check=admit)
+                                              base_url=url or None, check=admit)
                     agent.api_key = given
                     click.echo(f"now {resolved.route.key} · {resolved.model}", err=True)
                 elif cmd == "/sessions":
@@ -111,6 +115,8 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                     click.echo(f"unknown command {cmd} (/help)", err=True)
             except HermesError as e:
                 click.echo(printable(f"hermes: error: {e}"), err=True)
+                if e.hint:
+                    click.echo(printable(f"hint: {e.hint}"), err=True)
             continue
         try:
             result = runtime.turn(agent, sid, text, resolved)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ._common import echo_json, resolve_cli, route_table
+from .url_option import BASE_URL
 
 __all__ = ["plan_report", "replay"]
 
@@ -97,7 +98,7 @@ def _learned(info: Any, target: Any) -> Any:
 @click.argument("source")
 @click.option("--provider", "-p", help="Target provider / route name.")
 @click.option("--model", "-m", help="Target model id (default for a session: the one it last used).")
-@click.option("--base-url", "-u", help="Target base URL (decides the route without --provider).")
+@click.option("--base-url", "-u", type=BASE_URL, help="Target base URL (decides the route without --provider).")
 @click.option("--effort", help="Reasoning effort to plan with.")
 @click.option("--no-thinking", is_flag=True, help="Plan as if thinking were off.")
 @click.option("--body", "show_body", is_flag=True, help="Print the whole request body the wire would send.")

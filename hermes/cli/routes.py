@@ -12,6 +12,7 @@ from ..models import Profile
 from ..routes import Route
 from ._common import echo_json, resolve_cli, route_table
 from .routes_learned import forget, learned
+from .url_option import BASE_URL
 
 __all__ = ["routes"]
 
@@ -96,7 +97,7 @@ def routes(ctx: click.Context, as_json: bool) -> None:
 
 @routes.command()
 @click.option("--provider", "-p", help="Provider / route name (see `hermes routes`).")
-@click.option("--base-url", "-u", help="Base URL; decides the route when --provider is not given.")
+@click.option("--base-url", "-u", type=BASE_URL, help="Base URL; decides the route when --provider is not given.")
 @click.option("--model", "-m", required=True, help="Model id.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def explain(provider: str | None, base_url: str | None, model: str, as_json: bool) -> None:

@@ -3,6 +3,7 @@ may name, and what text may reach a terminal."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,10 @@ def test_only_the_allowlisted_prefix_passes(scheme: str, host: str, port: int, p
             assert "pw" not in str(e) and "user@" not in str(e)
         else:
             raise AssertionError("userinfo passed")
+        return
+    if scheme == "ftp":  # not a base URL at all: refused with a reason, not only "not allowed"
+        with pytest.raises(RouteError, match="must start with http:// or https://"):
+            base_url_allowed(url, default="", allowlist=(ALLOW,))
         return
     assert base_url_allowed(url, default="", allowlist=(ALLOW,)) == expected
 
