@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,3 +20,12 @@ def cli(home: Path, *args: str, cwd: Path | None = None, check: bool = True) -> 
     if check:
         assert r.returncode == 0, r.stderr
     return r
+
+
+def stored_sessions(home: Path) -> list[tuple[str, str]]:
+    """(id, base_url) of every session in ``home/state.db`` (none if there is no file)."""
+    db = home / "state.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT id, base_url FROM sessions").fetchall()

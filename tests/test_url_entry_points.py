@@ -7,7 +7,6 @@ traceback, and nothing is stored or sent."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from _cli import CANARY, cli
+from _cli import CANARY, cli, stored_sessions
 from _harness import gateway
 
 BAD = {
@@ -25,14 +24,6 @@ BAD = {
     "control character": ("http://api.example.com/v1\x07", "must not contain spaces, control characters"),
 }
 CASES = pytest.mark.parametrize("url,why", BAD.values(), ids=list(BAD))
-
-
-def _sessions(home: Path) -> list[tuple[str, str]]:
-    db = home / "state.db"
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as c:
-        return c.execute("SELECT id, base_url FROM sessions").fetchall()
 
 
 def _clean_failure(r: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
@@ -51,7 +42,7 @@ def _toml(value: str) -> str:
 def test_base_url_option_is_a_usage_error(hermes_home: Path, url: str, why: str) -> None:
     r = cli(hermes_home, "chat", "-p", "deepseek", "-m", "deepseek-v4", "-u", url, "-q", "hi", check=False)
     _clean_failure(r, 2, "Invalid value for '--base-url'", why)
-    assert _sessions(hermes_home) == []
+    assert stored_sessions(hermes_home) == []
     r = cli(hermes_home, "routes", "explain", "-m", "deepseek-v4", "-u", url, check=False)
     _clean_failure(r, 2, "Invalid value for '--base-url'", why)
 
@@ -81,7 +72,7 @@ def test_config_toml_url_is_a_config_error_naming_file_and_setting(hermes_home: 
     (hermes_home / "config.toml").write_text(template.format(v=_toml(url)))
     r = cli(hermes_home, "chat", "-p", "deepseek", "-m", "deepseek-v4", "-q", "hi", check=False)
     _clean_failure(r, 1, f"hermes: error: {hermes_home / 'config.toml'}:", f": {name} {why}")
-    assert _sessions(hermes_home) == []
+    assert stored_sessions(hermes_home) == []
 
 
 @CASES
@@ -91,7 +82,7 @@ def test_routes_toml_base_url_is_a_config_error_naming_file_and_line(hermes_home
                                             f'wire = "openai_chat"\nbase_url = {_toml(url)}\n')
     r = cli(hermes_home, "chat", "-p", "acme", "-m", "m", "-q", "hi", check=False)
     _clean_failure(r, 1, f"{hermes_home / 'routes.toml'}:4: route 'acme': field 'base_url' {why}")
-    assert _sessions(hermes_home) == []
+    assert stored_sessions(hermes_home) == []
 
 
 @CASES
@@ -105,7 +96,7 @@ def test_repl_model_command_refuses_the_url_and_keeps_the_route(hermes_home: Pat
     _clean_failure(r, 0, f"hermes: error: the /model base URL {why}", "hint: a base URL looks like",
                    f"current: deepseek:deepseek-v4 at {start}")
     assert "now openrouter" not in r.stderr
-    ((_, stored),) = _sessions(hermes_home)
+    ((_, stored),) = stored_sessions(hermes_home)
     assert stored == start
 
 
@@ -118,8 +109,8 @@ def test_gateway_client_base_url_is_a_400_and_nothing_is_stored(tmp_path: Path, 
         r = c.post("/v1/sessions", json={"provider": "deepseek", "model": "deepseek-v4", "base_url": url})
         assert r.status_code == 400, r.text
         assert why in r.json()["error"]["message"]
-        assert _sessions(home) == []
+        assert stored_sessions(home) == []
         sid = c.post("/v1/sessions", json={"provider": "deepseek", "model": "deepseek-v4"}).json()["id"]
         r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "hi", "base_url": url})
         assert r.status_code == 400 and why in r.json()["error"]["message"], r.text
-    assert _sessions(home) == [(sid, "")]
+    assert stored_sessions(home) == [(sid, "")]

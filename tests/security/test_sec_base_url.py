@@ -8,12 +8,11 @@ the hostile server received ``x-api-key: <the server's Anthropic key>``.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from pathlib import Path
 
 import httpx
 import pytest
-from _cli import cli
+from _cli import cli, stored_sessions
 from _harness import gateway, hostile
 
 from hermes.config import Config
@@ -21,14 +20,6 @@ from hermes.errors import RouteError
 from hermes.urlpolicy import base_url_allowed
 
 SERVER_KEY = "sk-ant-server-secret-0123456789abcdef"
-
-
-def _sessions(home: Path) -> list[tuple[str, str]]:
-    db = home / "state.db"
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as c:
-        return c.execute("SELECT id, base_url FROM sessions").fetchall()
 
 
 def test_client_chosen_base_url_is_refused_and_gets_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,7 +30,7 @@ def test_client_chosen_base_url_is_refused_and_gets_no_key(tmp_path: Path, monke
         r = c.post("/v1/sessions", json={"provider": "anthropic", "model": "m", "base_url": evil.url})
         assert r.status_code == 400, r.text
         assert "allowed_base_urls" in r.json()["error"]["message"]
-        assert _sessions(home) == []
+        assert stored_sessions(home) == []
         # a session on the route's default URL is fine; a switch to the hostile host is not
         r = c.post("/v1/sessions", json={"provider": "deepseek", "model": "deepseek-v4"})
         assert r.status_code == 201, r.text
@@ -49,7 +40,7 @@ def test_client_chosen_base_url_is_refused_and_gets_no_key(tmp_path: Path, monke
             r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "hi", **switch})
             assert r.status_code == 400 and "allowed_base_urls" in r.text, r.text
         # the facade cannot name a base URL at all; its session is the stored one
-        assert _sessions(home) == [(sid, "")]
+        assert stored_sessions(home) == [(sid, "")]
     assert evil.requests == [] and not evil.seen(SERVER_KEY)
 
 
@@ -92,7 +83,7 @@ def test_userinfo_is_refused_everywhere_and_never_stored(tmp_path: Path, monkeyp
         home = tmp_path / "cli"
         r = cli(home, "chat", "-q", "hi", "-p", "deepseek", "-m", "deepseek-v4", "-u", url, check=False)
         assert r.returncode != 0 and "user name or password" in r.stderr
-        assert password not in r.stderr + r.stdout and _sessions(home) == []
+        assert password not in r.stderr + r.stdout and stored_sessions(home) == []
         # config.toml: refused at load, with file:line, without the password
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(f'provider = "deepseek"\nbase_url = "{url}"\n')
@@ -103,5 +94,5 @@ def test_userinfo_is_refused_everywhere_and_never_stored(tmp_path: Path, monkeyp
         with gateway(tmp_path / "gw", allowed) as base, httpx.Client(base_url=base, timeout=30) as c:
             r = c.post("/v1/sessions", json={"provider": "deepseek", "model": "m", "base_url": url})
             assert r.status_code == 400 and password not in r.text
-        assert _sessions(tmp_path / "gw") == []
+        assert stored_sessions(tmp_path / "gw") == []
     assert evil.requests == []
