@@ -49,6 +49,8 @@ from ..routes import Route as Row
 from ..serving.http import ApiError, json_response, openai_error_response, read_body
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
+from . import anthropic_app
+from .anthropic_door import looks_like_messages
 from .door import open_turns, seal_turn
 from .memory import ReasoningMemory, message_key, tenant_of
 from .recorder import Recorder
@@ -183,6 +185,9 @@ class Proxy:
         model = body.get("model") if isinstance(body, dict) else None
         if not isinstance(model, str) or not model or not isinstance(body, dict):
             return await self.relay(request.method, url, headers, raw)  # the upstream says what is wrong
+        if looks_like_messages(body):
+            raise ApiError(400, "wrong_door", f"this is an Anthropic Messages body; POST it to /{row.key}/v1/messages "
+                           f"(an Anthropic client's base URL is /{row.key})")
         ex = await self.exchange(url, headers, row, upstream, body, raw, t0, _tenant(request, row))
         if ex.refused is not None:
             return _back(Response(ex.refused, ex.resp.status_code), ex.resp.headers, decoded=True)
@@ -517,6 +522,21 @@ def _shown(url: str) -> str:
     return url.partition("?")[0]
 
 
+def messages_door(method: str, rest: str) -> str | None:
+    """Which Messages door a request path asks for: ``messages``, ``count_tokens``, ``wrong``
+    (a Messages path under a doubled or missing ``v1``: refused naming the right one), or None."""
+    tail = rest.rstrip("/")
+    if method != "POST":
+        return None
+    if tail == "v1/messages":
+        return "messages"
+    if tail == "v1/messages/count_tokens":
+        return "count_tokens"
+    if tail in ("messages", "messages/count_tokens") or tail.endswith(("/v1/messages", "/v1/messages/count_tokens")):
+        return "wrong"
+    return None
+
+
 def _may_learn(status: int) -> bool:
     return 400 <= status < 500 and status not in (401, 402, 403, 404, 407, 408, 413, 429)
 
@@ -551,6 +571,7 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
     proxy = Proxy(memory, ledger, options or ProxyOptions())
 
     async def forward(request: Request) -> Response:
+        door = messages_door(request.method, request.path_params["rest"])
         try:
             row, upstream = proxy.row(request.path_params["route"])
             rest = request.path_params["rest"]
@@ -561,6 +582,13 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
             # parsed, parts joined) for this one part, ~35 µs of every proxied request
             query = request.scope.get("query_string", b"")
             url = f"{upstream}/{rest}" + (f"?{query.decode('latin-1')}" if query else "")
+            if door is not None:
+                if door == "wrong":
+                    raise ApiError(400, "wrong_door", f"the Messages door of route {row.key!r} is POST "
+                                   f"/{row.key}/v1/messages (an Anthropic client's base URL is /{row.key}, "
+                                   "without /v1)")
+                serve = anthropic_app.count_tokens if door == "count_tokens" else anthropic_app.messages
+                return await serve(proxy, request, row, upstream)
             if request.method == "POST" and rest.rstrip("/").endswith("chat/completions"):
                 return await proxy.chat(request, row, upstream, url)
             if request.method == "POST" and rest.rstrip("/").endswith("responses"):
@@ -570,8 +598,12 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
                 return await proxy.responses(request, row, upstream)
             return await proxy.relay(request.method, url, proxy.headers(request, row), await request.body())
         except ApiError as e:
+            if door is not None:
+                return anthropic_app.anthropic_error(e.status, redact(e.message))
             return openai_error_response(e)
         except HermesError as e:
+            if door is not None:
+                return anthropic_app.anthropic_error(400, redact(str(e)))
             return openai_error_response(ApiError(400, "invalid_request", f"{e}"))
 
     async def healthz(request: Request) -> Response:
