@@ -86,6 +86,29 @@ def conversation(proxy: str) -> list[dict[str, Any]]:
     return messages
 
 
+def messages_conversation(proxy: str) -> list[dict[str, Any]]:
+    """The same three questions through the Anthropic door, content blocks kept as the client
+    gets them (thinking blocks with their sealed signatures)."""
+    tools = [{"name": t["function"]["name"], "input_schema": t["function"]["parameters"]} for t in TOOLS]
+    messages: list[dict[str, Any]] = []
+    with httpx.Client(headers={"x-api-key": KEY}, timeout=30) as c:
+        for q in ("what is in the repository?", "which files are tests?", "and the docs?"):
+            messages.append({"role": "user", "content": q})
+            while True:
+                r = c.post(f"{proxy}/v1/messages", json={"model": MODEL, "max_tokens": 1024, "messages": messages,
+                                                         "tools": tools})
+                r.raise_for_status()
+                content = r.json()["content"]
+                messages.append({"role": "assistant", "content": content})
+                calls = [b for b in content if b["type"] == "tool_use"]
+                if not calls:
+                    break
+                messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": calls[0]["id"],
+                                                              "content": "a b c"}]})
+    messages.append({"role": "user", "content": "summarise"})
+    return messages
+
+
 async def one(client: httpx.AsyncClient, url: str, body: bytes, stream: bool) -> float:
     t0 = time.perf_counter()
     if not stream:
@@ -173,6 +196,7 @@ def main() -> None:
             forwarded = log[-1]["body"]
             assert sum(1 for m in forwarded["messages"] if m.get("reasoning_content")) == 6, "all six restored"
             rows = []
+            doors: list[tuple[str, dict[str, Any]]] = []
             cpu = partial(cpu_s, px.pid)
             short = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
             got = measure((f"{emu_url}/chat/completions", orjson.dumps(short)),
@@ -186,6 +210,16 @@ def main() -> None:
                     n = a.requests if clients == 1 else max(a.requests, 32 * 10)
                     got = measure(d, p, n, clients, stream, cpu)
                     rows.append((clients, "ttfb" if stream else "json", got))
+            # the Anthropic door against the chat door, one client: the door's own cost
+            tools = [{"name": t["function"]["name"], "input_schema": t["function"]["parameters"]} for t in TOOLS]
+            door_body = {"model": MODEL, "max_tokens": 1024, "messages": messages_conversation(proxy_url),
+                         "tools": tools}
+            for stream in (False, True):
+                extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+                chat = (f"{proxy_url}/chat/completions", orjson.dumps({**client_body, **extra}))
+                door = (f"{proxy_url}/v1/messages", orjson.dumps({**door_body, **({"stream": True} if stream else {})}))
+                doors.append(("messages ttfb" if stream else "messages json", measure(chat, door, a.requests, 1,
+                                                                                      stream, cpu)))
         finally:
             for proc in (px, emu):
                 proc.terminate()
@@ -201,9 +235,15 @@ def main() -> None:
               f" {got['cpu'] * 1e3:13.2f}")
     print("(relay: a one-message request, nothing to restore — the HTTP hop alone; proxy CPU/req: CPU time\n"
           " the proxy process spent per proxied request, the part of the added latency load cannot inflate)")
+    print(f"{'door':14} {'chat p50':>8} {'door p50':>8} {'added p50':>9}  (ms, one client; the door vs the chat door)")
+    for name, got in doors:
+        c50, d50 = pct(got["direct"], 50) * 1e3, pct(got["proxied"], 50) * 1e3
+        figures[(1, name)] = (d50 - c50, 0.0)
+        print(f"{name:14} {c50:8.2f} {d50:8.2f} {d50 - c50:9.2f}")
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"proxy p99_added_ms_32 {figures[(32, 'json')][1]:.2f}")
     print(f"proxy stream_ttfb_added_ms_1 {figures[(1, 'ttfb')][0]:.2f}")
+    print(f"proxy messages_door_added_ms_1 {figures[(1, 'messages json')][0]:.2f}")
     print(f"proxy p50_added_ms_1 {figures[(1, 'json')][0]:.2f}")
 
 
