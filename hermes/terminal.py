@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable"]
+__all__ = ["PREVIEW_LINES", "preview", "printable"]
 
 _CONTROLS = re.compile(
     r"""
@@ -31,3 +31,23 @@ _CONTROLS = re.compile(
 def printable(text: str) -> str:
     """``text`` without escape sequences or control characters (newline and tab kept)."""
     return _CONTROLS.sub("", text)
+
+
+PREVIEW_LINES = 8
+"""Lines of a tool's result the terminal shows under its name."""
+
+
+def preview(text: str, *, lines: int = PREVIEW_LINES, width: int = 100) -> list[str]:
+    """The first ``lines`` lines of ``text``, printable and each cut to ``width`` characters,
+    then ``… N more lines`` for the rest: enough to see what a tool did, never a flood."""
+    head: list[str] = []
+    rest = 0
+    for i, line in enumerate(text.splitlines()):
+        if i < lines:
+            clean = printable(line).expandtabs(4).rstrip()
+            head.append(clean if len(clean) <= width else clean[:max(width - 1, 1)] + "…")
+        else:
+            rest += 1
+    if rest:
+        head.append(f"… {rest:,} more line{'s' if rest > 1 else ''}")
+    return head

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -86,41 +85,12 @@ def _list_dir(args: Mapping[str, Any], ctx: ToolContext) -> str:
 
 
 def _search_files(args: Mapping[str, Any], ctx: ToolContext) -> str:
-    """Literal search by default; ``regex: true`` runs a regular expression under a timeout."""
+    """Literal search by default; ``regex: true`` runs a regular expression under a timeout.
+    The result names what the search did not cover (``hermes.search``)."""
+    from .search import search_tree
+
     rx = compile_pattern(args.get("pattern"), regex=args.get("regex") is True)
-    root = ctx.path(args.get("path", "."))
-    budget = Budget(seconds=ctx.search_timeout_s)
-    hits: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        if budget.remaining() <= 0:  # a tree of many empty directories costs time too
-            budget.spent = "time"
-            return "\n".join([*hits, budget.note()])
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__"))
-        for name in sorted(filenames):
-            f = Path(dirpath) / name
-            try:
-                st = f.lstat()
-                if not stat.S_ISREG(st.st_mode):
-                    continue  # symlinks (they may lead out), FIFOs, devices, sockets
-                if not budget.take(st.st_size):
-                    return "\n".join([*hits, budget.note()])
-                data, size = read_regular(f, budget.per_file)
-                if size > len(data):  # cut at a line end, not inside a UTF-8 character
-                    data = data[: data.rfind(b"\n") + 1]
-                text = data.decode("utf-8", "strict")
-            except (UnicodeDecodeError, OSError):
-                continue
-            for n, line in enumerate(text.splitlines(), 1):
-                try:
-                    found = rx.search(line, timeout=max(0.001, budget.remaining()))
-                except TimeoutError:
-                    raise TimeoutError(f"the pattern took longer than {budget.seconds:g} s; search for a "
-                                       "literal string (the default) or simplify the expression") from None
-                if found:
-                    hits.append(f"{f.relative_to(root)}:{n}: {line.rstrip()[:200]}")
-                    if len(hits) >= 200:
-                        return "\n".join([*hits, "(stopped at 200 matches)"])
-    return "\n".join(hits) or "no matches"
+    return search_tree(ctx.path(args.get("path", ".")), rx, Budget(seconds=ctx.search_timeout_s))
 
 
 def _run_command(args: Mapping[str, Any], ctx: ToolContext) -> str:

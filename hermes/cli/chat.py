@@ -101,9 +101,16 @@ class _Printer:
                 self._end_reasoning()
                 click.secho(f"→ {printable(d.name)}", err=True, fg="cyan")
         elif isinstance(event, ToolFinished):
+            import shutil
+
+            from ..terminal import preview
+
             r = event.result
-            status = "error" if r.is_error else f"{len(r.content)} chars"
+            status = "error" if r.is_error else f"{len(r.content):,} chars"
             click.secho(f"  ← {printable(r.name or r.call_id)}: {status}", err=True, fg="cyan")
+            width = shutil.get_terminal_size((100, 24)).columns - 4
+            for line in preview(r.content, width=max(width, 20)):
+                click.secho(f"    {line}", err=True, dim=True, fg="red" if r.is_error else None)
         # other events (McpStarted, Requested) only end the spinners above
 
     def _end_reasoning(self) -> None:
