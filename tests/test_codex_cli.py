@@ -1,0 +1,118 @@
+"""Codex CLI, unmodified (``@openai/codex`` from the npm registry), headless (``codex exec``),
+through ``hermes proxy``'s Responses door on DeepSeek, Kimi and GLM emulators.
+
+Codex speaks only the Responses API and runs with ``store: false``, carrying each reasoning
+item's ``encrypted_content`` back itself. The proxy's memory here keeps nothing (its bound is
+one byte), so every restore comes from the envelope Codex carried. The prompt scripts the
+emulator's model (``#call=``): two shell commands through Codex's own ``exec_command`` tool,
+then the answer — three requests, each accepted, the later ones carrying exactly the reasoning
+the route returned for every earlier tool-call turn. Sent straight to the emulator, Codex gets
+the route's 404 for ``/responses`` (DeepSeek has no Responses API) and does not run at all.
+
+Codex is kept off any network but loopback: ``HTTPS_PROXY`` points at a closed loopback port,
+with loopback itself exempt (``NO_PROXY``), and its analytics and update check are off.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from _npm import npm_client
+from _proxy import running_proxy
+
+from hermes.proxy import Bounds
+from hermes.replay import PAD
+
+CODEX = ("@openai/codex", "0.171.0", "codex")
+NOTE = "The launch code is heliotrope-42.\n"
+PROMPT = ('Read note.txt and tell me what it says. #call=exec_command{"cmd": "cat note.txt"}'
+          '#call=exec_command{"cmd": "wc -c note.txt"}')
+ROUTES = [("deepseek", "deepseek-v4-pro"), ("kimi", "kimi-k2.6"), ("glm", "glm-5.1")]
+
+
+@pytest.fixture(scope="module")
+def codex() -> Path:
+    return npm_client(*CODEX)
+
+
+def _config(home: Path, base_url: str, model: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f'''model = "{model}"
+model_provider = "hermes"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.hermes]
+name = "hermes proxy"
+base_url = "{base_url}"
+env_key = "HERMES_TEST_KEY"
+wire_api = "responses"
+''')
+
+
+def _run(codex: Path, tmp: Path, base_url: str, model: str) -> tuple[int, list[dict[str, Any]], str]:
+    """``codex exec --json`` in a work folder holding note.txt: (exit code, its JSON events, stderr)."""
+    work, home = tmp / "work", tmp / "codex-home"
+    work.mkdir(exist_ok=True)
+    (work / "note.txt").write_text(NOTE)
+    _config(home, base_url, model)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp), "CODEX_HOME": str(home), "HERMES_TEST_KEY": "sk-codex",
+           "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost",
+           "TERM": "dumb"}
+    done = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "--json", "--dangerously-bypass-approvals-and-sandbox",
+                           PROMPT], cwd=work, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+                          check=False)
+    events = []
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            try:
+                events.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                continue
+    return done.returncode, events, done.stderr
+
+
+def _items(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == kind]
+
+
+@pytest.mark.parametrize(("route", "model"), ROUTES, ids=[r for r, _ in ROUTES])
+def test_codex_tool_loop_through_the_responses_door(emulator: Any, codex: Path, tmp_path: Path, route: str,
+                                                    model: str) -> None:
+    before = len(emulator.requests(route))
+    with running_proxy(emulator, bounds=Bounds(max_bytes=1)) as px:  # the memory keeps nothing
+        code, events, err = _run(codex, tmp_path, px.url(route) + "/v1", model)
+    assert code == 0, err[-2000:]
+    sent = emulator.requests(route)[before:]
+    assert len(sent) == 3, "two tool calls, then the answer: one request each"
+    commands = _items(events, "command_execution")
+    assert len(commands) == 2 and all(c["exit_code"] == 0 for c in commands), commands
+    answer = _items(events, "agent_message")
+    assert answer and "2 scripted tool call(s) made" in answer[-1]["text"]
+    last = sent[-1]["body"]["messages"]
+    turns = [m for m in last if m["role"] == "assistant"]
+    assert len(turns) == 2 and all(m.get("tool_calls") for m in turns)
+    # each turn carries what the route returned: the reasoning Codex was shown for that step
+    shown = [r["text"] for r in _items(events, "reasoning")]
+    assert len(shown) == 3 and PAD not in shown
+    assert [m["reasoning_content"] for m in turns] == shown[:2]
+    outputs = [m["content"] for m in last if m["role"] == "tool"]
+    assert "heliotrope-42" in outputs[0], "Codex ran the command and sent its output back"
+    assert sent[1]["body"]["messages"][-2]["reasoning_content"] == turns[0]["reasoning_content"]
+
+
+def test_codex_straight_to_deepseek_does_not_run(emulator: Any, codex: Path, tmp_path: Path) -> None:
+    """Without the proxy Codex reaches DeepSeek's chat-only API, which has no /responses."""
+    before = len(emulator.requests("deepseek"))
+    code, events, err = _run(codex, tmp_path, emulator.url("deepseek") + "/v1", "deepseek-v4-pro")
+    assert code != 0
+    assert "404" in err + orjson.dumps(events).decode()
+    assert not _items(events, "command_execution")
+    assert len(emulator.requests("deepseek")) == before, "no chat request was ever made"
