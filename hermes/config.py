@@ -173,16 +173,22 @@ def _parse(path: Path) -> Config:
 
 def _store_url(value: Any, where: str) -> str | None:
     """``[store] url``: a PostgreSQL URL without a password (secrets stay out of config.toml)."""
-    from urllib.parse import urlsplit
+    from .errors import HermesError
+    from .store.url import check_store_url, url_passwords
 
     if not isinstance(value, Mapping) or set(value) - {"url"}:
         raise ConfigError(f"{where}: [store] takes only 'url'")
     url = value.get("url")
     if url is not None and not isinstance(url, str):
         raise ConfigError(f"{where}: store url must be a string")
-    if url and urlsplit(url).password is not None:
+    if url and url_passwords(url):
         raise ConfigError(f"{where}: the store url holds a password",
                           hint="remove it; use PGPASSWORD, ~/.pgpass, or HERMES_DATABASE_URL in the environment")
+    if url:
+        try:
+            check_store_url(url, "[store] url")
+        except HermesError as e:
+            raise ConfigError(f"{where}: {e}", hint=e.hint) from None
     return url or None
 
 

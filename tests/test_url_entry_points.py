@@ -114,3 +114,28 @@ def test_gateway_client_base_url_is_a_400_and_nothing_is_stored(tmp_path: Path, 
         r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "hi", "base_url": url})
         assert r.status_code == 400 and why in r.json()["error"]["message"], r.text
     assert stored_sessions(home) == [(sid, "")]
+
+
+STORE_BAD = {
+    "bad IPv6": ("postgresql://hermes@[::1/db", "is not a valid URL (Invalid IPv6 URL)"),
+    "no scheme": ("db.internal/hermes", "must start with postgresql://"),
+    "space": ("postgresql://hermes@db internal/hermes", "must not contain spaces or control characters"),
+    "control character": ("postgresql://hermes@db.internal/hermes\x07", "must not contain spaces or control"),
+}
+STORE_CASES = pytest.mark.parametrize("url,why", STORE_BAD.values(), ids=list(STORE_BAD))
+
+
+@STORE_CASES
+def test_store_urls_are_checked_where_they_enter(hermes_home: Path, url: str, why: str) -> None:
+    env_url = subprocess.run([sys.executable, "-m", "hermes", "sessions", "list"], capture_output=True, text=True,
+                             env={**os.environ, "HERMES_HOME": str(hermes_home), "HERMES_DATABASE_URL": url},
+                             timeout=120)
+    _clean_failure(env_url, 1, f"hermes: error: HERMES_DATABASE_URL {why}")
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "config.toml").write_text(f"[store]\nurl = {_toml(url)}\n")
+    r = cli(hermes_home, "sessions", "list", check=False)
+    _clean_failure(r, 1, f"{hermes_home / 'config.toml'}:", f": [store] url {why}")
+    (hermes_home / "config.toml").unlink()
+    r = cli(hermes_home, "store", "migrate", "--to", url, check=False)
+    _clean_failure(r, 2, "Invalid value for --to", why)
+    assert not (hermes_home / "state.db").exists()

@@ -31,17 +31,19 @@ def migrate(to: str, source: Path | None) -> None:
     hermes store migrate --to postgresql://hermes@db.internal/hermes
     export HERMES_DATABASE_URL=postgresql://hermes@db.internal/hermes
     """
-    from urllib.parse import urlsplit
-
     from ..errors import StoreError, register_secret
     from ..paths import db_path
     from ..store.copy import copy_store
     from ..store.db import Store
     from ..store.pg import PgStore
+    from ..store.url import check_store_url, url_passwords
 
-    register_secret(urlsplit(to).password)
-    if not to.startswith(("postgresql://", "postgres://")):
-        raise click.BadParameter("must be a postgresql:// URL", param_hint="--to")
+    for password in url_passwords(to):
+        register_secret(password)
+    try:
+        check_store_url(to, "it")
+    except StoreError as e:  # a usage error (exit 2); the URL is not repeated
+        raise click.BadParameter(str(e), param_hint="--to") from None
     path = source or db_path()
     if not path.exists():
         raise StoreError(f"{path} does not exist", hint="pass --from PATH to the state.db to copy")

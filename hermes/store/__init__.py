@@ -20,7 +20,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from ..errors import StoreError
 from ..messages import Message, RouteKey
 from .codec import blob_hash
 from .db import Store, merge_patch
@@ -124,11 +123,12 @@ def store_url(config: Config | None = None) -> str:
     """``HERMES_DATABASE_URL``, else config.toml's ``[store] url``; ``""`` means ``state.db``."""
     url = os.environ.get("HERMES_DATABASE_URL", "").strip()
     if url:
-        from urllib.parse import urlsplit
-
         from ..errors import register_secret
+        from .url import check_store_url, url_passwords
 
-        register_secret(urlsplit(url).password)
+        for password in url_passwords(url):
+            register_secret(password)
+        check_store_url(url, "HERMES_DATABASE_URL")
         return url
     if config is None:
         from ..config import load_config
@@ -142,9 +142,9 @@ def open_store(config: Config | None = None) -> SessionStore:
     url = store_url(config)
     if not url:
         return Store()
-    if not url.startswith(("postgresql://", "postgres://")):
-        raise StoreError(f"unsupported store URL scheme in {url.split(':', 1)[0]!r}",
-                         hint="use postgresql://user@host:port/dbname, or unset it for state.db")
     from .pg import PgStore
+    from .url import check_store_url
+
+    check_store_url(url, "the store URL")  # HERMES_DATABASE_URL and [store] url were checked already
 
     return PgStore(url)

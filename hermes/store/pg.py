@@ -21,17 +21,17 @@ with any password removed.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from ..errors import HermesError, StoreError
+from ..errors import HermesError, StoreError, register_secret
 from ..messages import Message, RouteKey, digest_of
 from . import ledger
 from .codec import messages_from_rows, part_to_row
@@ -41,20 +41,11 @@ from .pg_schema import migrate
 from .records import Capability, NewSession, SessionInfo
 from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
 from .shared import _INFO_ONE, SharedMethods
+from .url import display_url, url_passwords
 
 __all__ = ["PgStore", "display_url"]
 
 _NOW = "extract(epoch from clock_timestamp())::float8"
-
-
-def display_url(url: str) -> str:
-    """``url`` without its password: what error messages and logs may show."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class _Qmark:
@@ -83,6 +74,8 @@ class PgStore(SharedMethods):
             raise StoreError("a postgresql:// store needs psycopg",
                              hint="pip install 'hermes-replay[postgres]'") from None
         self._psycopg = psycopg
+        for password in url_passwords(url):  # whatever libpq or the server may repeat of it
+            register_secret(password)
         self.url = display_url(url)
         self.path = None
         try:  # one plain connection first: a wrong URL fails now, with the server's own reason
@@ -91,7 +84,7 @@ class PgStore(SharedMethods):
         except HermesError:
             raise
         except Exception as e:
-            raise StoreError(f"cannot open {self.url}: {_reason(e)}",
+            raise StoreError(f"cannot open {self.url}: {_connect_reason(e, psycopg)}",
                              hint="check HERMES_DATABASE_URL / [store] url and that the server is up") from None
         self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False, timeout=timeout_s,
                                     kwargs={"autocommit": True}, name="hermes")
@@ -426,3 +419,14 @@ def _reason(e: BaseException) -> str:
     """A one-line reason from a psycopg error (first line; no connection string in it)."""
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
+
+
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def _connect_reason(e: BaseException, psycopg: Any) -> str:
+    """Why the first connection failed. libpq's URL parse errors (``ProgrammingError``) quote the
+    token they stopped at, which may be the password (``invalid percent-encoded token:
+    "<password>"``): those quotes are emptied."""
+    line = _reason(e)
+    return _QUOTED.sub('"…"', line) if isinstance(e, psycopg.ProgrammingError) else line
