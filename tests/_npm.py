@@ -1,12 +1,12 @@
 """Real npm clients for the tests: installed from the npm registry by the test run itself, once.
 
 ``npm_client("@openai/codex", "0.171.0", "codex")`` installs the package, unmodified, into
-``$HERMES_NPM_CACHE`` (default ``~/.cache/hermes-tests/npm``) under ``<name>@<version>`` and
+``$HERMES_TEST_CLIENTS`` (default ``~/.cache/hermes-test-clients``) under ``<name>@<version>`` and
 returns the path of its executable. The install is the one step of the suite that reaches past
 loopback (the registry); everything the client then does goes to loopback servers only.
 
 Without ``npm`` on the PATH, or when the install fails (no network), the test is skipped with
-the reason — unless ``HERMES_NPM_REQUIRED=1`` (CI sets it where npm exists), which makes either
+the reason — unless ``HERMES_REAL_CLIENTS_REQUIRED=1`` (CI sets it where npm exists), which makes either
 an error. Concurrent workers take a file lock, so a package is installed once.
 """
 
@@ -24,12 +24,12 @@ __all__ = ["npm_client"]
 
 
 def _cache() -> Path:
-    return Path(os.environ.get("HERMES_NPM_CACHE") or Path.home() / ".cache" / "hermes-tests" / "npm")
+    return Path(os.environ.get("HERMES_TEST_CLIENTS") or Path.home() / ".cache" / "hermes-test-clients")
 
 
 def _unavailable(why: str) -> None:
-    if os.environ.get("HERMES_NPM_REQUIRED") == "1":
-        pytest.fail(f"{why} (HERMES_NPM_REQUIRED=1)")
+    if os.environ.get("HERMES_REAL_CLIENTS_REQUIRED") == "1":
+        pytest.fail(f"{why} (HERMES_REAL_CLIENTS_REQUIRED=1)")
     pytest.skip(why)
 
 
