@@ -428,8 +428,16 @@ def main() -> None:
                     help="run the gateway as `hermes gateway --workers N` (default 1: one process); its "
                          "figures are then the supervisor's and the workers' together, and each summary "
                          "metric is named with a `_workersN` suffix")
+    ap.add_argument("--realistic", action="store_true",
+                    help="the emulator answers as a provider does (300 ms to first token, then a chunk each 20 ms, "
+                         "about 50 tokens/s); fewer turns by default (--turns 4, --pairs 10, --runs 1)")
     ap.add_argument("--side", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.realistic:
+        given = set(sys.argv)
+        args.turns = args.turns if "--turns" in given else 4
+        args.pairs = args.pairs if "--pairs" in given else 10
+        args.runs = args.runs if "--runs" in given else 1
     if args.side:
         kind, url, where = args.side
         serve_side(Direct(url, Path(where)) if kind == "direct" else Clients(url, where))
@@ -441,15 +449,19 @@ def main() -> None:
     runs = []
     gateway_args = [*(["--workers", str(args.workers)] if args.workers > 1 else []), *(["--pin"] if args.pin else [])]
     with Emulator([ROUTE]) as emu:
+        if args.realistic:
+            emu.state.set_control(ROUTE, first_token=0.3, delay=0.02)
         url = emu.url(ROUTE)
         for r in range(args.runs):
             runs.append(one_run(url, root, emu.root, r, args.turns, args.pairs, args.bursts, gateway_args))
     shape = ("one process" if args.workers == 1 else f"--workers {args.workers} (CPU and RSS: every worker's)") + (
         ", --pin" if args.pin else "")
-    print(f"gateway bench: {ROUTE} emulator (zero latency), a turn = 2 model calls + 2 commits; "
+    latency = "300 ms to first token, 20 ms a chunk" if args.realistic else "zero latency"
+    print(f"gateway bench: {ROUTE} emulator ({latency}), a turn = 2 model calls + 2 commits; "
           f"{args.turns} turns per session at 16 and 32 sessions, {args.pairs} lock-step pairs at 1; "
           f"gateway: {shape}")
-    tag = (f"_workers{args.workers}" if args.workers > 1 else "") + ("_pinned" if args.pin else "")
+    tag = (f"_workers{args.workers}" if args.workers > 1 else "") + ("_pinned" if args.pin else "") + (
+        "_realistic" if args.realistic else "")
     cols = ("run", "load", "sessions", "direct t/s", "gw t/s", "direct p50", "gw p50", "direct p99", "gw p99",
             "direct cpu", "gw cpu")
     print("  ".join(f"{c:>10}" for c in cols))

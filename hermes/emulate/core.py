@@ -59,6 +59,9 @@ class Control:
     times: int = 0
     delay: float = 0.0
     """Seconds between streamed chunks (``slow``)."""
+    first_token: float = 0.0
+    """Seconds before any answer starts: a provider's time to first token, for benchmarks at
+    realistic latency (with ``delay`` as the time per streamed chunk)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,8 @@ class EmulatorState:
             return self.controls.setdefault(personality, Control())
 
     def set_control(self, personality: str, *, reject_fields: list[str] | None = None,
-                    fault: str | None = None, times: int = 1, delay: float | None = None) -> None:
+                    fault: str | None = None, times: int = 1, delay: float | None = None,
+                    first_token: float | None = None) -> None:
         c = self.control(personality)
         with self._lock:
             if reject_fields is not None:
@@ -123,6 +127,8 @@ class EmulatorState:
             c.fault, c.times = (fault, times) if fault else (None, 0)
             if delay is not None:
                 c.delay = delay
+            if first_token is not None:
+                c.first_token = first_token
 
     def reset_controls(self) -> None:
         """Back to a well-behaved provider: no armed faults, drift or delay. A test that arms
@@ -153,7 +159,8 @@ def _app(state: EmulatorState, names: list[str]) -> Starlette:
         except orjson.JSONDecodeError:
             return JSONResponse({"error": "control body must be JSON"}, status_code=400)
         state.set_control(name, reject_fields=spec.get("reject_fields"), fault=spec.get("fault"),
-                          times=int(spec.get("times", 1)), delay=spec.get("delay"))
+                          times=int(spec.get("times", 1)), delay=spec.get("delay"),
+                          first_token=spec.get("first_token"))
         return JSONResponse({"ok": True})
 
     async def log(request: Request) -> Response:

@@ -288,6 +288,8 @@ def build(state: EmulatorState, name: str) -> Starlette:
         if verdict is not None:
             status, err = verdict
             return JSONResponse(err, status_code=status)
+        if control.first_token:
+            await asyncio.sleep(control.first_token)
         turn = scripted_turn(state, name, facts, body)
         cid = "chatcmpl-" + hashlib.sha256(raw).hexdigest()[:24]
         created = int(time.time())

@@ -451,6 +451,8 @@ def build(state: EmulatorState, name: str) -> Starlette:
             _validate(state, name, body, verified=UNVERIFIED not in request.headers.get("authorization", ""))
         except _Bad as e:
             return JSONResponse(e.body, status_code=e.status)
+        if state.control(name).first_token:
+            await asyncio.sleep(state.control(name).first_token)
         response = _respond(state, name, body)
         if fault == "failed":
             response = {**response, "status": "failed", "output": [],
