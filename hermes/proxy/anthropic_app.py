@@ -27,7 +27,7 @@ from . import app  # the proxy's request reading and tenant (app imports this mo
 from .anthropic_door import DoorError, to_chat
 from .anthropic_out import StreamWriter, error_body, sse, whole_message
 from .door import open_turns, seal_turn
-from .upstream import TooLarge, bounded
+from .upstream import TooLarge, Unreachable, bounded
 
 if TYPE_CHECKING:
     from .app import Proxy
@@ -148,10 +148,10 @@ async def messages(proxy: Proxy, request: Request, row: Row, upstream: str) -> R
                 if not staged and ex.rec.finished:
                     staged = True
                     await proxy.stage(ex.tenant, ex.rec)
-        except (TooLarge, HermesError, OSError) as e:
+        except (TooLarge, Unreachable, HermesError, OSError) as e:
             yield writer.error(502, redact(f"the route's stream broke off: {e}"))
             return
-        except Exception as e:  # httpx's read errors: the client is told, never left hanging
+        except Exception as e:  # any other read error: the client is told, never left hanging
             yield writer.error(502, redact(f"the route's stream broke off: {type(e).__name__}"))
             return
         if not ex.rec.finished:

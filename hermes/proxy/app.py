@@ -29,7 +29,6 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import httpx
 import orjson
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -58,7 +57,16 @@ from .responses_door import chat_request, new_id, output_items, response_object
 from .responses_sse import ResponsesEvents
 from .rewrite import Rewrite, rewrite
 from .seal import Sealer
-from .upstream import TooLarge, bounded, check_declared, make_client, read_bounded
+from .upstream import (
+    Answer,
+    TooLarge,
+    Unreachable,
+    Upstream,
+    bounded,
+    check_declared,
+    read_bounded,
+    whole_events,
+)
 
 __all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
 
@@ -67,11 +75,9 @@ _HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfe
 """Not forwarded: ``expect`` too (the proxy's server answered the client's ``100-continue``;
 the upstream gets the whole body at once)."""
 _HOP_BACK = frozenset({b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer",
-                       b"upgrade", b"proxy-connection", b"date", b"server"})
-"""The upstream's headers not relayed to the client, as ``_back`` meets them (raw bytes);
-``date`` and ``server`` are the proxy's own server's."""
-_HOP_BACK_DECODED = _HOP_BACK | {b"content-encoding"}
-"""The same when the body was decoded here: its encoding is not relayed either."""
+                       b"upgrade", b"proxy-connection", b"date", b"server", b"content-encoding"})
+"""The upstream's headers not relayed to the client, as ``_back`` meets them (raw bytes):
+``date`` and ``server`` are the proxy's own server's, and bodies arrive decoded."""
 _AUTH = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
 _DOTS = re.compile(r"(?:^|/|\\|%2f|%5c)(?:\.|%2e){1,2}(?:/|\\|%2f|%5c|$)", re.IGNORECASE)
 """A ``.`` or ``..`` path segment, raw or percent-encoded in any case."""
@@ -114,7 +120,7 @@ class Exchange:
     target: Resolved
     tenant: str | None
     rw: Rewrite
-    resp: httpx.Response
+    resp: Answer
     retry: RetryState
     t0: float
     stream: bool
@@ -136,7 +142,7 @@ class Proxy:
         self.memory = memory
         self.ledger = ledger
         self.options = options
-        self.client = make_client(options.timeout_s)
+        self.client = Upstream(options.timeout_s)
         self._rows: dict[str, tuple[Row, str]] = {}
         self.pending: dict[tuple[str, str], Message] = {}
         """(tenant, key) → turns recorded but not yet written to ``memory``."""
@@ -190,7 +196,7 @@ class Proxy:
                            f"(an Anthropic client's base URL is /{row.key})")
         ex = await self.exchange(url, headers, row, upstream, body, raw, t0, _tenant(request, row))
         if ex.refused is not None:
-            return _back(Response(ex.refused, ex.resp.status_code), ex.resp.headers, decoded=True)
+            return _back(Response(ex.refused, ex.resp.status_code), ex.resp)
         resp, rec, tenant = ex.resp, ex.rec, ex.tenant
         done = BackgroundTask(self.log_after, ex)
         if not ex.streamed:
@@ -198,15 +204,15 @@ class Proxy:
             if resp.status_code == 200:
                 rec.whole(content)
                 await self.stage(tenant, rec)
-            return _back(Response(content, resp.status_code, background=done), resp.headers, decoded=True)
-        ok = resp.status_code == 200 and resp.headers.get("content-encoding", "identity") == "identity"
+            return _back(Response(content, resp.status_code, background=done), resp)
+        ok = resp.status_code == 200
         await self.check(resp, url)
         limit = self.options.max_upstream_body
 
         async def relay() -> AsyncIterator[bytes]:
             staged = not ok
             try:
-                async for chunk in bounded(resp, limit):
+                async for chunk in whole_events(bounded(resp, limit)):
                     if not staged:
                         rec.feed(chunk)  # remembered before the client can ask again
                         if rec.finished:
@@ -215,11 +221,9 @@ class Proxy:
                     yield chunk
             except TooLarge as e:
                 log_event("proxy_error", route=row.key, error=f"{_shown(url)}: {e}; the stream was cut")
-                if resp.headers.get("content-encoding", "identity") != "identity":
-                    raise  # an encoded body takes no event of ours: the connection is cut
                 yield _stream_error(f"{e}; the stream was cut here")
 
-        return _back(StreamingResponse(relay(), resp.status_code, background=done), resp.headers, decoded=False)
+        return _back(StreamingResponse(relay(), resp.status_code, background=done), resp)
 
     async def exchange(self, url: str, headers: dict[str, str], row: Row, upstream: str, body: dict[str, Any],
                        raw: bytes, t0: float, tenant: str | None,
@@ -302,7 +306,7 @@ class Proxy:
                         await self.stage(tenant, ex.rec)
                     if deltas:
                         yield events.feed(deltas)
-            except (httpx.HTTPError, TooLarge) as e:
+            except (Unreachable, TooLarge) as e:
                 error = f"the route's stream broke: {type(e).__name__}"
             yield events.finish(ex.rec.result() if not error else None, error)
 
@@ -312,19 +316,18 @@ class Proxy:
     def seal_parts(self, tenant: str, route: str, parts: Sequence[Reasoning]) -> str | None:
         return seal_turn(parts, self.sealer, tenant=tenant, route=route)
 
-    async def send(self, url: str, headers: dict[str, str], rw: Rewrite, raw: bytes) -> httpx.Response:
+    async def send(self, url: str, headers: dict[str, str], rw: Rewrite, raw: bytes) -> Answer:
         """The chat request upstream, as rewritten."""
         return await self.forward("POST", url, headers, raw if rw.body is None else orjson.dumps(rw.body))
 
-    async def forward(self, method: str, url: str, headers: dict[str, str], content: bytes) -> httpx.Response:
+    async def forward(self, method: str, url: str, headers: dict[str, str], content: bytes) -> Answer:
         """The one place a request goes upstream: the answer's head is in, its body not read yet."""
-        req = self.client.build_request(method, url, content=content or None, headers=headers)
         try:
-            return await self.client.send(req, stream=True)
-        except httpx.HTTPError as e:
-            raise ApiError(502, "upstream_unreachable", f"cannot reach {_shown(url)}: {type(e).__name__}: {e}") from None
+            return await self.client.send(method, url, headers, content)
+        except Unreachable as e:
+            raise ApiError(502, "upstream_unreachable", f"cannot reach {_shown(url)}: {e}") from None
 
-    async def check(self, resp: httpx.Response, url: str) -> None:
+    async def check(self, resp: Answer, url: str) -> None:
         """A 502 (and the answer dropped) when its declared length is past the bound."""
         try:
             check_declared(resp, self.options.max_upstream_body)
@@ -332,14 +335,14 @@ class Proxy:
             await resp.aclose()
             raise _too_large(url, e) from None
 
-    async def read(self, resp: httpx.Response, url: str) -> bytes:
+    async def read(self, resp: Answer, url: str) -> bytes:
         """The whole answer, bounded (a 502 past ``max_upstream_body``)."""
         try:
             return await read_bounded(resp, self.options.max_upstream_body)
         except TooLarge as e:
             raise _too_large(url, e) from None
-        except httpx.HTTPError as e:
-            raise ApiError(502, "upstream_unreachable", f"{_shown(url)}: {type(e).__name__}: {e}") from None
+        except Unreachable as e:
+            raise ApiError(502, "upstream_unreachable", f"{_shown(url)}: {e}") from None
 
     async def stage(self, tenant: str | None, rec: Recorder) -> None:
         """Remember the turn ``rec`` folded: visible to this process's next request at once
@@ -421,7 +424,7 @@ class Proxy:
         resp = await self.forward(method, url, headers, raw)
         await self.check(resp, url)
         body = bounded(resp, self.options.max_upstream_body)
-        return _back(StreamingResponse(body, resp.status_code), resp.headers, decoded=False)
+        return _back(StreamingResponse(body, resp.status_code), resp)
 
     def prepare(self, body: dict[str, Any], row: Row, upstream: str, tenant: str | None,
                 extra: Mapping[str, Message] | None = None) -> tuple[Resolved, Rewrite]:
@@ -501,7 +504,7 @@ def _thought(rec: Recorder) -> tuple[Reasoning, ...]:
     return m.reasoning if m is not None else ()
 
 
-def _door_error(resp: httpx.Response, err: bytes) -> Response:
+def _door_error(resp: Answer, err: bytes) -> Response:
     """The route's refusal for a door's client: its OpenAI-shaped error as it is, or its text
     inside one; ``retry-after`` kept (the status is the route's own)."""
     try:
@@ -541,12 +544,11 @@ def _may_learn(status: int) -> bool:
     return 400 <= status < 500 and status not in (401, 402, 403, 404, 407, 408, 413, 429)
 
 
-def _back(response: Response, headers: httpx.Headers, *, decoded: bool) -> Response:
+def _back(response: Response, answer: Answer) -> Response:
     """``response`` with the upstream's headers for the client, as the upstream sent them
     (raw bytes; a repeated header such as ``Set-Cookie`` stays repeated, not joined with
-    commas), minus hop-by-hop ones and, when the body was decoded here, its encoding."""
-    skip = _HOP_BACK_DECODED if decoded else _HOP_BACK
-    response.raw_headers.extend((k.lower(), v) for k, v in headers.raw if k.lower() not in skip)
+    commas), minus hop-by-hop ones and the encoding of the body, decoded on its way in."""
+    response.raw_headers.extend((k.lower(), v) for k, v in answer.raw_headers if k.lower() not in _HOP_BACK)
     return response
 
 

@@ -74,12 +74,11 @@ def test_upstream_date_server_and_encoding_headers_reach_the_client_once_and_rig
         for name in ("date", "server"):
             assert len(r.headers.get_list(name)) == 1, (what, name, r.headers.raw)
         assert "1990" not in r.headers["date"] and "upstream-cdn" not in r.headers["server"], (what, r.headers)
-    # the chat answer was read (decoded) by the proxy: plain bytes, and said so
-    assert "content-encoding" not in answers["json"].headers
+    # every answer is decoded on its way in: plain bytes, never labelled gzip
+    for r in answers.values():
+        assert "content-encoding" not in r.headers, r.headers.raw
     assert answers["json"].json()["choices"][0]["message"]["content"] == "answer for sk-alice-0000000000000000"
-    # relayed as they came: still gzip, and labelled so (httpx decodes them)
-    assert answers["stream"].headers["content-encoding"] == "gzip" and b"[DONE]" in answers["stream"].content
-    assert answers["relay"].headers["content-encoding"] == "gzip" and answers["relay"].json()["object"] == "list"
+    assert b"[DONE]" in answers["stream"].content and answers["relay"].json()["object"] == "list"
     assert "alice" not in answers["bob"].text and "bob" in answers["bob"].text
 
 
