@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 from _proxy import running_proxy
 
-from hermes.replay import PAD
+from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD
+from hermes.store import Store
 
 VERSION = "2.1.197"
 MODEL = "deepseek-v4-pro"
@@ -75,21 +76,52 @@ def proxy(emulator: Any) -> Iterator[Any]:
         yield px
 
 
-def _run(claude: Path, base_url: str, workdir: Path, prompt: str) -> subprocess.CompletedProcess[str]:
+def _run(claude: Path, base_url: str, workdir: Path, prompt: str, model: str = MODEL, *,
+         continue_: bool = False) -> subprocess.CompletedProcess[str]:
     home = workdir.parent / "home"
     home.mkdir(exist_ok=True)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "ANTHROPIC_BASE_URL": base_url,
-           "ANTHROPIC_API_KEY": "sk-claude-code-client", "ANTHROPIC_MODEL": MODEL,
-           "ANTHROPIC_DEFAULT_HAIKU_MODEL": MODEL, "ANTHROPIC_DEFAULT_SONNET_MODEL": MODEL,
-           "ANTHROPIC_DEFAULT_OPUS_MODEL": MODEL, "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+           "ANTHROPIC_API_KEY": "sk-claude-code-client", "ANTHROPIC_MODEL": model,
+           "ANTHROPIC_DEFAULT_HAIKU_MODEL": model, "ANTHROPIC_DEFAULT_SONNET_MODEL": model,
+           "ANTHROPIC_DEFAULT_OPUS_MODEL": model, "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
            "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    return subprocess.run([str(claude), "-p", prompt, "--output-format", "json", "--allowedTools", "Read",
-                           "--max-turns", "6"], cwd=workdir, env=env, capture_output=True, text=True,
+    return subprocess.run([str(claude), "-p", prompt, *(["--continue"] * continue_), "--output-format", "json",
+                           "--allowedTools", "Read", "--max-turns", "6"], cwd=workdir, env=env, capture_output=True, text=True,
                           timeout=240, stdin=subprocess.DEVNULL)
 
 
-def test_claude_code_tool_loop_keeps_deepseek_reasoning(claude: Path, emulator: Any, proxy: Any,
-                                                       tmp_path: Path) -> None:
+ROUTES = [("deepseek", "deepseek-v4-pro"), ("kimi", "kimi-k2.6"), ("glm", "glm-5.1"),
+          ("gemini-openai", "gemini-3-pro-preview"), ("openrouter", "deepseek/deepseek-v4")]
+
+
+def _sig(call: dict[str, Any]) -> Any:
+    return ((call.get("extra_content") or {}).get("google") or {}).get("thought_signature")
+
+
+def _carried(route: str, m: dict[str, Any]) -> Any:
+    """What the route needs back on a tool-call turn (as test_proxy_clients checks it)."""
+    if route == "gemini-openai":
+        assert all(_sig(c) and _sig(c) != GEMINI_SKIP_SIGNATURE for c in m["tool_calls"]), m
+        return [m.get("reasoning_content"), [_sig(c) for c in m["tool_calls"]]]
+    if route == "openrouter":
+        assert m.get("reasoning_details"), m
+        return m["reasoning_details"]
+    assert m.get("reasoning_content") and m["reasoning_content"] != PAD, m
+    return m["reasoning_content"]
+
+
+def _tool_turns(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in request["body"]["messages"] if m.get("role") == "assistant" and m.get("tool_calls")]
+
+
+def _loop_requests(emulator: Any, route: str, before: int) -> list[dict[str, Any]]:
+    reqs = [q for q in emulator.requests(route)[before:] if q["path"].endswith("/chat/completions")]
+    return [q for q in reqs if any(m.get("role") == "tool" for m in q["body"]["messages"])]
+
+
+@pytest.mark.parametrize(("route", "model"), ROUTES, ids=[r for r, _ in ROUTES])
+def test_claude_code_tool_loop_keeps_the_routes_reasoning(claude: Path, emulator: Any, proxy: Any, tmp_path: Path,
+                                                          route: str, model: str) -> None:
     work = tmp_path / "work"
     work.mkdir()
     a, b = work / "a.txt", work / "b.txt"
@@ -97,25 +129,50 @@ def test_claude_code_tool_loop_keeps_deepseek_reasoning(claude: Path, emulator: 
     b.write_text("the second word is quince\n")
     prompt = (f'#call=Read{{"file_path": "{a}"}} #call=Read{{"file_path": "{b}"}} '
               "read both files and tell me the two words")
-    before = len(emulator.requests("deepseek"))
-    r = _run(claude, proxy.url("deepseek"), work, prompt)
+    before = len(emulator.requests(route))
+    r = _run(claude, proxy.url(route), work, prompt, model)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
     out = json.loads(r.stdout)
     assert out["is_error"] is False, out
-    assert f"Done ({MODEL}): 2 scripted tool call(s) made." in out["result"]
-    reqs = [q for q in emulator.requests("deepseek")[before:] if q["path"].endswith("/chat/completions")]
-    assert reqs, "Claude Code's requests reached the route as chat completions"
-    loop = [q for q in reqs if any(m.get("role") == "tool" for m in q["body"]["messages"])]
+    assert f"Done ({model}): 2 scripted tool call(s) made." in out["result"]
+    loop = _loop_requests(emulator, route, before)
     assert len(loop) >= 2
     last = loop[-1]["body"]["messages"]
-    results = [m["content"] for m in last if m.get("role") == "tool"]
+    results = [str(m["content"]) for m in last if m.get("role") == "tool"]
     assert any("marmalade" in c for c in results) and any("quince" in c for c in results)  # Read ran
     turns = [m for m in last if m.get("role") == "assistant" and m.get("tool_calls")]
     assert [m["tool_calls"][0]["function"]["name"] for m in turns] == ["Read", "Read"]
-    thought = [m.get("reasoning_content") for m in turns]
-    assert thought[0].startswith("Step 1 of 2: I will call Read.") and thought[0] != PAD
-    assert thought[1].startswith("Step 2 of 2: I will call Read.")
-    # the same reasoning on every later request: restored exactly, not re-padded
-    earlier = [m.get("reasoning_content") for m in loop[0]["body"]["messages"]
-               if m.get("role") == "assistant" and m.get("tool_calls")]
-    assert earlier == thought[:1]
+    carried = [_carried(route, m) for m in turns]
+    if route in ("deepseek", "kimi", "glm"):
+        assert carried[0].startswith("Step 1 of 2: I will call Read.")
+        assert carried[1].startswith("Step 2 of 2: I will call Read.")
+    # the same carriers on every later request: restored exactly, never re-padded
+    assert [_carried(route, m) for m in _tool_turns(loop[0])] == carried[:1]
+
+
+def test_claude_code_continues_through_another_proxy_with_an_empty_memory(claude: Path, emulator: Any,
+                                                                          tmp_path: Path) -> None:
+    """``claude -p`` through one proxy, then ``claude -p --continue`` through another with its
+    own empty memory (same ``HERMES_HOME`` key): the first session's reasoning comes back from
+    the thinking blocks' signatures alone."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("the first word is marmalade\n")
+    (work / "b.txt").write_text("the second word is quince\n")
+    with running_proxy(emulator) as first:
+        r = _run(claude, first.url("deepseek"), work, f'#call=Read{{"file_path": "{work / "a.txt"}"}} read it')
+        assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+    sent_first = _tool_turns(_loop_requests(emulator, "deepseek", 0)[-1])
+    other = Store(tmp_path / "empty.db")
+    try:
+        with running_proxy(emulator, store=other) as second:
+            before = len(emulator.requests("deepseek"))
+            r = _run(claude, second.url("deepseek"), work,
+                     f'#call=Read{{"file_path": "{work / "b.txt"}"}} now read this one', continue_=True)
+            assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+    finally:
+        other.close()
+    first_request = next(q for q in emulator.requests("deepseek")[before:] if q["path"].endswith("/chat/completions")
+                         and _tool_turns(q))
+    restored = _tool_turns(first_request)[0]
+    assert restored["reasoning_content"] == sent_first[0]["reasoning_content"] != PAD

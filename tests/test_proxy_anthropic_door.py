@@ -46,7 +46,7 @@ args = st.dictionaries(names, st.one_of(st.integers(-10**6, 10**6), st.text(max_
 
 @st.composite
 def turns(draw: st.DrawFn) -> tuple[str, str, list[tuple[str, str, dict[str, Any]]]]:
-    reasoning = draw(st.text(min_size=1, max_size=80))
+    reasoning = draw(st.text(min_size=1, max_size=80).filter(str.strip))  # blank reasoning is no reasoning (padded)
     text = draw(texts)
     calls = [(f"call_{i}_{draw(names)}", draw(names), draw(args)) for i in range(draw(st.integers(0, 3)))]
     if not text.strip() and not calls:

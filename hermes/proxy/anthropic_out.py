@@ -11,7 +11,8 @@ envelope (``seal``) holding the turn's reasoning parts as the route returned the
 client's own echo of the block restores them on the next request. A stream closes the thinking
 block when the first text arrives (or at the end), sealing the reasoning folded so far; carriers
 that arrive later (a Gemini thought signature on a tool call) go in one more, empty, thinking
-block at the end, whose envelope holds the whole turn. Tool calls are sent whole at the end (a
+block before the tool calls, whose envelope holds the whole turn (a late carrier of a turn
+without calls is left to the memory: Claude Code reads a turn's last block as its answer). Tool calls are sent whole at the end (a
 route may interleave several calls' fragments, an Anthropic block may not).
 """
 
@@ -179,9 +180,10 @@ class StreamWriter:
         out: list[bytes] = []
         self._close(out)
         turn = self._turn()
-        if turn.reasoning and turn.reasoning != self._sealed:
+        if turn.reasoning and turn.reasoning != self._sealed and turn.tool_calls:
             # carriers that came after the thinking closed (a signature on a tool call): one more
-            # thinking block, empty, whose envelope holds the whole turn (the last one wins)
+            # thinking block, empty, whose envelope holds the whole turn (the last one wins). Only
+            # before tool calls: Claude Code takes a turn's last block as its answer text
             self._begin("thinking", "", {"type": "thinking", "thinking": "", "signature": ""}, out)
             self._close(out)
         calls = turn.tool_calls
