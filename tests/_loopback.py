@@ -94,12 +94,12 @@ class Running:
 
 
 @contextlib.contextmanager
-def proxy_process(home: Path, *args: str) -> Iterator[Running]:
-    """A real ``hermes proxy --port 0 ARGS`` with ``HERMES_HOME=home``. No ``HERMES_*`` or
-    ``*_API_KEY`` of this machine reaches it."""
+def proxy_process(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Running]:
+    """A real ``hermes proxy --port 0 ARGS`` with ``HERMES_HOME=home`` and ``env`` added. No
+    ``HERMES_*`` or ``*_API_KEY`` of this machine reaches it."""
     home.mkdir(parents=True, exist_ok=True)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("HERMES_") and not k.endswith("_API_KEY")},
-           "HERMES_HOME": str(home)}
+           "HERMES_HOME": str(home), **(env or {})}
     err = home / "proxy.err"
     proc = subprocess.Popen([sys.executable, "-m", "hermes", "proxy", "--port", "0", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=err.open("wb"))

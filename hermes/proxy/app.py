@@ -51,7 +51,7 @@ from ..wire.openai_chat import endpoint
 from . import anthropic_app
 from .anthropic_door import looks_like_messages
 from .door import open_turns, seal_turn
-from .memory import ReasoningMemory, message_key, tenant_of
+from .memory import ReasoningMemory, credentials, message_key, tenant_of
 from .recorder import Recorder
 from .responses_door import chat_request, new_id, output_items, response_object
 from .responses_sse import ResponsesEvents
@@ -78,7 +78,6 @@ _HOP_BACK = frozenset({b"content-length", b"connection", b"keep-alive", b"transf
                        b"upgrade", b"proxy-connection", b"date", b"server", b"content-encoding"})
 """The upstream's headers not relayed to the client, as ``_back`` meets them (raw bytes):
 ``date`` and ``server`` are the proxy's own server's, and bodies arrive decoded."""
-_AUTH = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
 _DOTS = re.compile(r"(?:^|/|\\|%2f|%5c)(?:\.|%2e){1,2}(?:/|\\|%2f|%5c|$)", re.IGNORECASE)
 """A ``.`` or ``..`` path segment, raw or percent-encoded in any case."""
 _TARGETS_MAX = 1024
@@ -172,7 +171,7 @@ class Proxy:
     def headers(self, request: Request, row: Row) -> dict[str, str]:
         out = {k: v for k, v in request.headers.items() if k not in _HOP}
         out["accept-encoding"] = "identity"  # the side decoder reads the bytes it relays
-        if self.options.env_keys and not any(k in out for k in _AUTH):
+        if self.options.env_keys and not credentials(request.headers, _query(request)):
             from ..keys import auth_headers, find_key
 
             with contextlib.suppress(HermesError):
@@ -495,7 +494,11 @@ def _first(extra: Mapping[str, Message], recall: Recall, tenant: str, keys: Sequ
 
 def _tenant(request: Request, row: Row) -> str | None:
     """The client's own credentials, before --env-keys adds the proxy's: keyless clients share nothing."""
-    return tenant_of(request.headers, row.key, request.scope.get("query_string", b"").decode("latin-1"))
+    return tenant_of(request.headers, row.key, _query(request))
+
+
+def _query(request: Request) -> str:
+    return str(request.scope.get("query_string", b"").decode("latin-1"))
 
 
 def _thought(rec: Recorder) -> tuple[Reasoning, ...]:

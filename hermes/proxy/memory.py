@@ -46,6 +46,7 @@ __all__ = [
     "ReasoningMemory",
     "SqliteMemory",
     "client_key",
+    "credentials",
     "fitting",
     "message_key",
     "open_memory",
@@ -66,27 +67,31 @@ class Bounds:
     """A recording older than this is never restored."""
 
 
-def tenant_of(headers: Mapping[str, str], route: str, query: str = "") -> str | None:
-    """The tenant of a request: sha256 over every credential the client sent and the route.
-
-    Credentials are the headers and query parameters a route may take a key from (``Bearer``,
-    ``x-api-key``, ``x-goog-api-key``, ``api-key``, Google's ``?key=``), each with its name.
-    None when the request carries none: such requests share nothing, so nothing is restored
-    for them (two keyless clients would otherwise be one tenant).
-    """
-    h = hashlib.sha256(b"hermes-proxy-tenant\0")
-    found = False
+def credentials(headers: Mapping[str, str], query: str = "") -> list[tuple[str, str]]:
+    """(name, value) of every credential a request carries: the headers and query parameters a
+    route may take a key from (``Bearer``, ``x-api-key``, ``x-goog-api-key``, ``api-key``,
+    Google's ``?key=``); a bare ``Bearer`` scheme without a key is none."""
+    out: list[tuple[str, str]] = []
     for name in _AUTH_HEADERS:
         value = (headers.get(name) or "").strip()
-        if value and not (name == "authorization" and value.lower() in ("bearer", "basic")):  # a scheme, no key
-            h.update(f"{name}\0{value}\0".encode("utf-8", "surrogatepass"))
-            found = True
-    for name, value in parse_qsl(query, keep_blank_values=False):
-        if name.lower() in _AUTH_PARAMS and value.strip():
-            h.update(f"?{name}\0{value.strip()}\0".encode("utf-8", "surrogatepass"))
-            found = True
+        if value and not (name == "authorization" and value.lower() in ("bearer", "basic")):
+            out.append((name, value))
+    out.extend((f"?{name}", value.strip()) for name, value in parse_qsl(query)
+               if name.lower() in _AUTH_PARAMS and value.strip())
+    return out
+
+
+def tenant_of(headers: Mapping[str, str], route: str, query: str = "") -> str | None:
+    """The tenant of a request: sha256 over every credential it carries (``credentials``),
+    each with its name, and the route. None when it carries none: such requests share
+    nothing, so nothing is restored for them (two keyless clients would otherwise be one tenant).
+    """
+    found = credentials(headers, query)
     if not found:
         return None
+    h = hashlib.sha256(b"hermes-proxy-tenant\0")
+    for name, value in found:
+        h.update(f"{name}\0{value}\0".encode("utf-8", "surrogatepass"))
     h.update(route.encode())
     return h.hexdigest()
 

@@ -100,3 +100,26 @@ def test_a_query_string_key_never_reaches_the_error_text(tmp_path: Path) -> None
                        json={"model": MODEL, "messages": FIRST}, timeout=30)
     assert r.status_code == 502 and "cannot reach" in r.text
     assert "AIzaDave" not in r.text
+
+
+def test_env_keys_fill_in_only_for_a_request_without_any_credential(tmp_path: Path) -> None:
+    """With ``--env-keys`` a ``?key=`` client is sent with its own key only, and keyless clients
+    spending the proxy's key are still no tenant: one is never restored another's reasoning."""
+    home = tmp_path / "home"
+    own = "AIzaProxyOwnKey00000000000000000000000"
+    with Upstream(_answer) as up, proxy_process(home, "--env-keys", "--upstream",
+                                                f"gemini-openai={up.url}/v1beta/openai",
+                                                env={"GEMINI_API_KEY": own}) as px:
+        url = f"{px.root}/gemini-openai/chat/completions"
+        r = httpx.post(url, params={"key": "AIzaEveKey00000000000000000000000000"}, timeout=30,
+                       json={"model": MODEL, "messages": FIRST})
+        assert r.status_code == 200
+        for _ in range(2):  # two keyless clients, both on the proxy's key
+            post = httpx.post(url, timeout=30, json={"model": MODEL, "messages": FIRST})
+            assert post.status_code == 200
+        second = httpx.post(url, timeout=30, json={"model": MODEL, "messages": SECOND})
+        seen = list(up.seen)
+    assert own not in orjson.dumps(seen[0].headers).decode(), "a ?key= client is not sent the proxy's key too"
+    assert all(own in s.headers.get("authorization", "") for s in seen[1:]), "keyless ones are"
+    assert "private thought" not in second.text and GEMINI_SKIP_SIGNATURE in second.text
+    assert all(r.get("tenant") == "none" for r in log_records(home, "proxy")[1:])
