@@ -22,6 +22,7 @@ process: no turn, switch or compaction reads a file. Keys are looked up per rout
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class Runtime:
     store: SessionStore
     transport: Transport | None = None
     """The HTTP client agents and summary calls share (None: each agent makes its own)."""
+    emulate: str | None = None
+    """The root URL of a running ``hermes emulate`` every route is sent to (``hermes.emulated``)."""
     _routes: dict[tuple[str | None, ...], Resolved] = field(default_factory=dict, init=False, repr=False)
     """Routes chosen so far: ``choose_route`` is a pure function of its arguments once config and
     the table are fixed (they are, for a runtime's life), and resolving explains itself at some
@@ -101,7 +104,9 @@ class Runtime:
             from .store import open_store
 
             store = open_store(config)
-        return cls(config, table, store, transport)
+        from .emulated import emulator_root
+
+        return cls(config, table, store, transport, emulator_root())
 
     # ------------------------------------------------------------------ routes and sessions
 
@@ -113,21 +118,37 @@ class Runtime:
         if found is None:
             found = choose_route(self.config, self.table, provider=provider, model=model, base_url=base_url,
                                  session=session)
+            if self.emulate:
+                from .emulated import emulated
+
+                found = emulated(found, self.emulate)
             if len(self._routes) >= 4096:  # client-named URLs are unbounded: keep the memo bounded
                 self._routes.clear()
             self._routes[at] = found
         return found
 
     def key(self, resolved: Resolved, given: str | None = None) -> str | None:
-        """The key for ``resolved``'s route: ``given``, else its variable, else HERMES_API_KEY."""
+        """The key for ``resolved``'s route: ``given``, else its variable, else HERMES_API_KEY;
+        when emulating, ``given`` or the emulator's key (no real key goes to an emulator)."""
         from .keys import find_key
 
+        if self.emulate:
+            from .emulated import EMULATOR_KEY
+
+            if resolved.route.auth == "aws":  # Bedrock: a Bedrock API key, which the emulator takes
+                os.environ.setdefault("AWS_BEARER_TOKEN_BEDROCK", EMULATOR_KEY)
+                return None
+            return find_key(resolved.route, given or EMULATOR_KEY) if resolved.route.auth != "none" else given
         return find_key(resolved.route, given)
+
+    def stored_url(self, resolved: Resolved, base_url: str | None = None) -> str:
+        """The base URL a session stores for ``resolved``: never the emulator's."""
+        return (base_url or "") if self.emulate else explicit_url(resolved, base_url)
 
     def create(self, resolved: Resolved, *, base_url: str | None = None, title: str = "") -> str:
         """A new session on ``resolved``."""
         return self.store.create_session(provider=resolved.route.key, model=resolved.model,
-                                         base_url=explicit_url(resolved, base_url), title=title)
+                                         base_url=self.stored_url(resolved, base_url), title=title)
 
     def open(self, *, resume: str | None = None, cont: bool = False, provider: str | None = None,
              model: str | None = None, base_url: str | None = None, title: str = "") -> tuple[str, Resolved]:
@@ -150,7 +171,7 @@ class Runtime:
         from .store.draft import Drafting, new_session
 
         new = new_session(provider=resolved.route.key, model=resolved.model,
-                          base_url=explicit_url(resolved, base_url), title=title)
+                          base_url=self.stored_url(resolved, base_url), title=title)
         self._drafts = Drafting(self.store, new)
         self.store = self._drafts
         return new.id
@@ -167,7 +188,7 @@ class Runtime:
         resolved = self.route(provider=provider, model=model, base_url=base_url, session=info)
         if check is not None:
             check(resolved)
-        url = explicit_url(resolved, base_url)
+        url = self.stored_url(resolved, base_url)
         if (provider or model or base_url) and (info.provider, info.model, info.base_url) != (
                 resolved.route.key, resolved.model, url):
             self.store.update_session(info.id, provider=resolved.route.key, model=resolved.model, base_url=url)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,16 +195,20 @@ def _exit_on_hangup() -> None:
 @click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default 12).")
 @click.option("--show-reasoning/--hide-reasoning", default=True, help="Print the model's reasoning as it streams.")
 @click.option("--title", default="", help="Title for a new session.")
+@click.option("--emulate", is_flag=True,
+              help="Send every route to the running `hermes emulate` (HERMES_EMULATE=URL, default "
+                   "http://127.0.0.1:8765), with the emulator's key: offline, no account needed.")
 def chat(query: str | None, provider: str | None, model: str | None, base_url: str | None, api_key: str | None,
          resume: str | None, cont: bool, stream: bool | None, as_json: bool, effort: str | None,
          no_thinking: bool, allow_commands: bool, allow_read: tuple[str, ...], max_steps: int | None,
-         show_reasoning: bool, title: str) -> None:
+         show_reasoning: bool, title: str, emulate: bool) -> None:
     """Talk to a model. Every request replays the model's earlier reasoning as its route takes it.
 
     \b
     hermes chat -q "summarise README.md" -p deepseek -m deepseek-v4
     hermes chat --resume 3f2a9c01bd7e           # continue a session in a new process
     hermes chat -c -p openrouter -m anthropic/claude-sonnet-4.5   # switch provider, keep going
+    hermes emulate &  hermes chat --emulate -q hi -p deepseek -m deepseek-v4   # offline
 
     In the REPL: /branch, /compress, /model [PROVIDER:]MODEL, /sessions, /help, /quit.
     Ctrl-C cancels the running turn (nothing half-done is stored); Ctrl-D quits. Without -q and
@@ -234,7 +239,13 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     runtime: Runtime | None = None
     _exit_on_hangup()
     try:
+        if emulate and not os.environ.get("HERMES_EMULATE", "").strip():
+            os.environ["HERMES_EMULATE"] = "1"
         runtime = Runtime.load()
+        if runtime.emulate:
+            from ..emulated import check_running
+
+            check_running(runtime.emulate)
         config = runtime.config
         sid, resolved = runtime.open(resume=resume, cont=cont, provider=provider, model=model, base_url=base_url,
                                      title=title or (query or (piped[0] if piped else ""))[:60])

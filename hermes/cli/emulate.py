@@ -17,7 +17,8 @@ def emulate(port: int, only: tuple[str, ...]) -> None:
     verified byte-exact, a scripted reasoning model that calls one tool and answers.
 
     \b
-    Point Hermes at one:  hermes chat -q hi -p deepseek -m deepseek-v4 -u http://127.0.0.1:8765/deepseek/v1
+    Every route at once:  hermes chat --emulate -q hi -p deepseek -m deepseek-v4   (or HERMES_EMULATE=1)
+    One route by URL:     hermes chat -q hi -p deepseek -m deepseek-v4 -u http://127.0.0.1:8765/deepseek/v1 --api-key sk-emulator
     Drift / faults:       curl -X POST localhost:8765/_control/openrouter -d '{"reject_fields":["reasoning_details"]}'
     Request log:          curl localhost:8765/_log
     """

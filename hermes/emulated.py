@@ -1,0 +1,86 @@
+"""Every route pointed at a running ``hermes emulate``: ``hermes chat --emulate`` or
+``HERMES_EMULATE=URL`` for the commands that load a runtime (chat, its REPL, ``sessions compress``).
+
+The switch applies to each route as it is chosen — flags, the session's route, a REPL
+``/model`` — so nothing reaches a real host, whatever the session stored. Sessions keep the
+route they would use without it (a stored base URL is never the emulator's). The key sent is
+``--api-key`` or :data:`EMULATOR_KEY`, never one looked up in the environment: a real key
+stays out of an emulated conversation.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import replace
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+from .resolve import Resolved, parse_base_url
+from .routes import Route
+
+__all__ = ["DEFAULT_ROOT", "EMULATOR_KEY", "check_running", "emulated", "emulated_url", "emulator_root"]
+
+DEFAULT_ROOT = "http://127.0.0.1:8765"
+"""Where ``hermes emulate`` listens by default."""
+EMULATOR_KEY = "sk-emulator"
+"""The key an emulated request carries unless ``--api-key`` gives another."""
+
+BASE_PATHS = {
+    "anthropic": "", "anthropic-foundry": "/anthropic", "anthropic-vertex": "/v1/projects/test/locations/global",
+    "bedrock": "", "gemini": "/v1beta", "gemini-vertex": "/v1/projects/test/locations/global",
+}
+"""Each personality's path under ``/NAME`` when it is not ``/v1`` (``hermes.emulate``'s registry)."""
+_FOR_WIRE = {"openai_chat": "generic", "openai_responses": "openai-responses", "anthropic": "anthropic",
+             "gemini": "gemini", "bedrock": "bedrock"}
+"""The personality that serves a route the emulator has none for (a row of routes.toml)."""
+_PERSONALITIES_WITH_ROUTES = frozenset((
+    "mistral", "groq", "cerebras", "sambanova", "hunyuan", "deepseek", "kimi", "mimo", "openrouter", "kilo",
+    "vercel", "nous", "novita", "minimax", "tencent", "glm", "dashscope", "fireworks", "xai", "openai", "copilot",
+    "gemini-openai", "ollama-cloud", "upstage", "ollama", "vllm", "llamacpp", "lmstudio", "sglang", "local",
+    "anthropic", "anthropic-vertex", "anthropic-foundry", "bedrock", "gemini", "gemini-vertex",
+    "openai-responses", "xai-responses", "generic"))
+"""The personalities ``hermes emulate`` serves (held equal to its registry by a test)."""
+
+
+def emulator_root(value: str | None = None) -> str | None:
+    """The emulator's root URL from ``value`` (``--emulate``) or ``HERMES_EMULATE``; None when off.
+    ``1``/``true``/``yes``/``on`` mean :data:`DEFAULT_ROOT`."""
+    raw = (value if value is not None else os.environ.get("HERMES_EMULATE", "")).strip()
+    if not raw or raw.lower() in ("0", "false", "no", "off"):
+        return None
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return DEFAULT_ROOT
+    parts = urlsplit(raw)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ConfigError(f"HERMES_EMULATE must be the emulator's http:// root URL, not {raw!r}",
+                          hint=f"e.g. HERMES_EMULATE={DEFAULT_ROOT} (what `hermes emulate` prints)")
+    return raw.rstrip("/")
+
+
+def personality(route: Route) -> str:
+    """The emulator personality that plays ``route``."""
+    return route.key if route.key in _PERSONALITIES_WITH_ROUTES else _FOR_WIRE.get(route.wire, "generic")
+
+
+def emulated_url(root: str, route: Route) -> str:
+    name = personality(route)
+    return f"{root}/{name}{BASE_PATHS.get(name, '/v1')}"
+
+
+def emulated(resolved: Resolved, root: str) -> Resolved:
+    """``resolved`` served by the emulator at ``root`` instead of its host."""
+    url = emulated_url(root, resolved.route)
+    return replace(resolved, base_url=url, host=parse_base_url(url)[0],
+                   why=(*resolved.why, f"HERMES_EMULATE: served by the emulator at {url}"))
+
+
+def check_running(root: str, *, timeout_s: float = 1.0) -> None:
+    """A clear error, before anything is sent or stored, when nothing listens at ``root``."""
+    parts = urlsplit(root)
+    try:
+        socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=timeout_s).close()
+    except OSError:
+        raise ConfigError(f"no emulator answers at {root}",
+                          hint="start one first: `hermes emulate &` (or point HERMES_EMULATE at where it "
+                               "listens)") from None
