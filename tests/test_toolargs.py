@@ -156,3 +156,28 @@ def test_the_builtin_tools_valid_calls_take_the_fast_path(tmp_path: Path) -> Non
     assert _plainly_valid(specs["read_file"], {"path": "a.py"})
     assert _plainly_valid(specs["search_files"], {"pattern": "x", "regex": True})
     assert not _plainly_valid(specs["search_files"], {"pattern": "x", "regex": "yes"})  # jsonschema says why
+
+
+def test_a_ref_cycle_is_a_tool_error_and_the_tool_does_not_run() -> None:
+    """jsonschema follows a ``$ref`` cycle until ``RecursionError``; that was raised out of
+    ``Toolbox.execute``. The schema passes ``check_schema``, so only the check itself can fail."""
+    tool, ran = counting_tool({"type": "object", "$defs": {"n": {"$ref": "#/$defs/n"}}, "$ref": "#/$defs/n"})
+    is_error, text = call(Toolbox([tool]), "scan", {"a": 1})
+    assert is_error and ran == [] and "refers to itself without end" in text
+
+
+def test_schema_patterns_match_as_jsonschema_does() -> None:
+    """``pattern``, ``patternProperties`` and ``additionalProperties`` run on ``regex`` under a
+    time budget, with jsonschema's own messages."""
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+-[0-9]+$"}},
+              "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False}
+    tool, ran = counting_tool(schema)
+    box = Toolbox([tool])
+    assert call(box, "scan", {"id": "ab-12", "x-n": 3}) == (False, "ok")
+    is_error, text = call(box, "scan", {"id": "AB-12", "x-n": "3", "other": 1})
+    assert is_error and text.splitlines()[1:4] == [
+        "- $: 'other' does not match any of the regexes: '^x-'",
+        "- $.id: 'AB-12' does not match '^[a-z]+-[0-9]+$'",
+        "- $.x-n: '3' is not of type 'integer'",
+    ]
+    assert ran == [{"id": "ab-12", "x-n": 3}]
