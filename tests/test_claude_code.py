@@ -91,7 +91,8 @@ def _run(claude: Path, base_url: str, workdir: Path, prompt: str, model: str = M
 
 
 ROUTES = [("deepseek", "deepseek-v4-pro"), ("kimi", "kimi-k2.6"), ("glm", "glm-5.1"),
-          ("gemini-openai", "gemini-3-pro-preview"), ("openrouter", "deepseek/deepseek-v4")]
+          ("gemini-openai", "gemini-3-pro-preview"), ("openrouter", "deepseek/deepseek-v4"),
+          ("openrouter", "anthropic/claude-sonnet-4.5")]
 
 
 def _sig(call: dict[str, Any]) -> Any:
@@ -119,7 +120,7 @@ def _loop_requests(emulator: Any, route: str, before: int) -> list[dict[str, Any
     return [q for q in reqs if any(m.get("role") == "tool" for m in q["body"]["messages"])]
 
 
-@pytest.mark.parametrize(("route", "model"), ROUTES, ids=[r for r, _ in ROUTES])
+@pytest.mark.parametrize(("route", "model"), ROUTES, ids=[f"{r}:{m.split('/')[0]}" for r, m in ROUTES])
 def test_claude_code_tool_loop_keeps_the_routes_reasoning(claude: Path, emulator: Any, proxy: Any, tmp_path: Path,
                                                           route: str, model: str) -> None:
     work = tmp_path / "work"

@@ -122,7 +122,7 @@ def _back(answer: dict[str, Any], *, tenant: str = TENANT) -> tuple[dict[str, An
         *([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": b["id"], "content": "ok"}
                                         for b in answer["content"] if b["type"] == "tool_use"]}]
           if any(b["type"] == "tool_use" for b in answer["content"]) else [{"role": "user", "content": "more"}])]}
-    tr = to_chat(req, ROW)
+    tr = to_chat(req, DS)
     extra, refused = open_turns(tr.body["messages"], tr.envelopes, SEALER, tenant=tenant, route=ROW.key)
     return tr.body, extra, refused
 
@@ -203,7 +203,7 @@ def test_request_translation() -> None:
                             {"type": "tool_result", "tool_use_id": "c1", "is_error": True,
                              "content": [{"type": "text", "text": "no such file"}]},
                             {"type": "text", "text": "try b"}]}]}
-    tr = to_chat(req, ROW)
+    tr = to_chat(req, DS)
     assert tr.body == {
         "model": "m", "max_tokens": 64, "stop": ["END"], "temperature": 0.2, "stream": True,
         "stream_options": {"include_usage": True}, "parallel_tool_calls": False, "tool_choice": "required",
@@ -231,16 +231,19 @@ def test_request_translation() -> None:
 ])
 def test_what_cannot_be_served_is_named(req: dict[str, Any], says: str) -> None:
     with pytest.raises(DoorError, match=says):
-        to_chat(req, ROW)
+        to_chat(req, DS)
 
 
-def test_thinking_disabled_sends_the_routes_thinking_off_fields() -> None:
+def test_thinking_switches_and_effort_are_the_routes_own() -> None:
     req = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
            "thinking": {"type": "disabled"}}
-    body = to_chat(req, ROW).body
+    body = to_chat(req, DS).body
     assert ROW.thinking_off and all(body[k] == v for k, v in ROW.thinking_off.items())
     req["thinking"] = {"type": "enabled", "budget_tokens": 1024}
-    assert not set(ROW.thinking_off) & set(to_chat(req, ROW).body)
+    assert to_chat(req, DS).body["thinking"] == ROW.switches["thinking"] == {"type": "enabled"}
+    req["thinking"], req["output_config"] = {"type": "adaptive"}, {"effort": "high"}
+    kimi = resolve("kimi", None, "kimi-k2.6")
+    assert to_chat(req, kimi).body["thinking"] == {**kimi.route.switches["thinking"], "effort": "high"}
 
 
 def test_usage_in_anthropic_terms() -> None:

@@ -26,7 +26,7 @@ TOOLS = [{"name": "list_files", "description": "List the files under a path.",
 QUESTIONS = ('what is in this repository? #call=list_files{"path": "."} #call=list_files{"path": "tests"}',
              "and which of those are tests?")
 CASES = [("deepseek", "deepseek-v4-pro"), ("kimi", "kimi-k2.6"), ("glm", "glm-5.1"), ("gemini-openai", "gemini-3-pro-preview"),
-         ("openrouter", "deepseek/deepseek-v4")]
+         ("openrouter", "deepseek/deepseek-v4"), ("openrouter", "anthropic/claude-sonnet-4.5")]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def _client(base: str) -> anthropic.Anthropic:
 
 def _step(client: anthropic.Anthropic, model: str, messages: list[dict[str, Any]], stream: bool) -> Any:
     kw: dict[str, Any] = {"model": model, "max_tokens": 1024, "messages": messages, "tools": TOOLS,
-                          "system": "You are terse."}
+                          "system": "You are terse.", "thinking": {"type": "enabled", "budget_tokens": 512}}
     if not stream:
         return client.messages.create(**kw)
     with client.messages.stream(**kw) as s:
@@ -80,7 +80,7 @@ def _tool_turns(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-@pytest.mark.parametrize(("route", "model"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("route", "model"), CASES, ids=[f"{r}:{m.split('/')[0]}" for r, m in CASES])
 def test_sdk_loop_through_the_messages_door(emulator: Any, proxy: Any, route: str, model: str, stream: bool) -> None:
     before = len(emulator.requests(route))
     _, thoughts = _loop(_client(proxy.url(route)), model, stream)
@@ -90,7 +90,9 @@ def test_sdk_loop_through_the_messages_door(emulator: Any, proxy: Any, route: st
     turns = _tool_turns(proxied[-1])
     assert len(turns) == 3
     # exactly the reasoning the route returned, in order, on every tool-call turn
-    sent = [m["reasoning_content"] for m in turns]
+    if route == "openrouter":  # signed reasoning_details, and their readable text as `reasoning`
+        assert all(m.get("reasoning_details") for m in turns), turns
+    sent = [m.get("reasoning_content") or m.get("reasoning") for m in turns]
     assert all(s and s != PAD for s in sent)
     assert sent == [t for t in thoughts if t in sent]
     assert set(sent) <= set(thoughts)

@@ -96,7 +96,7 @@ async def messages(proxy: Proxy, request: Request, row: Row, upstream: str) -> R
     t0 = time.perf_counter()
     try:
         body = await _body(proxy, request)
-        tr = to_chat(body, row)
+        tr = to_chat(body, proxy.target(row, upstream, str(body.get("model") or "-")))
     except DoorError as e:
         return anthropic_error(e.status, e.message, e.type)
     headers = _headers(proxy, request, row)
@@ -191,7 +191,7 @@ async def count_tokens(proxy: Proxy, request: Request, row: Row, upstream: str) 
     figure to budget its context."""
     try:
         body = await _body(proxy, request)
-        tr = to_chat(body, row)
+        tr = to_chat(body, proxy.target(row, upstream, str(body.get("model") or "-")))
     except DoorError as e:
         return anthropic_error(e.status, e.message, e.type)
     tenant = app._tenant(request, row)

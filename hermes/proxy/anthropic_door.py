@@ -15,7 +15,8 @@ planner → chat wire → recorder) serves it unchanged:
   deployment's, altered, Anthropic's own) restores nothing — the memory and the pad still apply;
 * ``tools`` / ``tool_choice`` / ``max_tokens`` / ``stop_sequences`` / ``temperature`` / ``top_p``
   / ``stream`` map to their chat names; ``thinking: disabled`` sends the route's thinking-off
-  fields. A block or tool the route cannot take is a ``DoorError`` naming it (Anthropic's
+  fields, ``enabled`` / ``adaptive`` its thinking switches, and ``output_config.effort`` its
+  reasoning effort where the model takes one. A block or tool the route cannot take is a ``DoorError`` naming it (Anthropic's
   ``invalid_request_error``), never a silent drop.
 """
 
@@ -27,13 +28,14 @@ from typing import Any
 
 import orjson
 
-from ..routes import Route as Row
+from ..replay import effort_fields
+from ..resolve import Resolved
 from ..routes import deep_merge
 
 __all__ = ["DoorError", "Translated", "looks_like_messages", "to_chat"]
 
 _SERVED = frozenset({"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
-                     "stream", "tools", "tool_choice", "thinking"})
+                     "stream", "tools", "tool_choice", "thinking", "output_config"})
 """Top-level Messages keys this door translates; the rest (``metadata``, ``top_k``,
 ``service_tier``, ``context_management`` ...) tune Anthropic's own service and are dropped,
 their names logged."""
@@ -62,6 +64,8 @@ class Translated:
     """Top-level keys with no chat counterpart, left out."""
 
 
+_EFFORTS = {"max": "xhigh"}
+"""Anthropic's ``output_config.effort`` names where the routes' differ (low, medium, high are shared)."""
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
@@ -212,9 +216,10 @@ def _tool_choice(choice: Any, body: dict[str, Any]) -> None:
         body["parallel_tool_calls"] = False
 
 
-def to_chat(req: Mapping[str, Any], row: Row) -> Translated:
+def to_chat(req: Mapping[str, Any], target: Resolved) -> Translated:
     """The chat-completions body for a Messages request, with the signatures to open;
     DoorError for what cannot be served."""
+    row = target.route
     _need(isinstance(req.get("model"), str) and bool(req.get("model")), "model: field required")
     _need(isinstance(req.get("messages"), list), "messages: field required")
     dropped = tuple(sorted(k for k in req if k not in _SERVED))
@@ -249,7 +254,13 @@ def to_chat(req: Mapping[str, Any], row: Row) -> Translated:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     thinking = req.get("thinking")
-    if isinstance(thinking, Mapping) and thinking.get("type") == "disabled" and row.thinking_off:
-        for k, v in row.thinking_off.items():
-            body[k] = deep_merge(body[k], v) if isinstance(body.get(k), Mapping) and isinstance(v, Mapping) else v
+    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    if kind == "disabled":
+        body = deep_merge(body, row.thinking_off)
+    elif kind in ("enabled", "adaptive"):  # asked to think: the route's own switch (OpenRouter's Claude needs it)
+        body = deep_merge(body, row.switches)
+        config = req.get("output_config")
+        effort = config.get("effort") if isinstance(config, Mapping) else None
+        if isinstance(effort, str) and effort:
+            body = deep_merge(body, effort_fields(target, _EFFORTS.get(effort, effort)))
     return Translated(body, envelopes, redacted, dropped)
