@@ -8,7 +8,7 @@ HTTP for every row, botocore for ``auth = "aws"`` (SigV4 and the binary event st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -16,7 +16,7 @@ import orjson
 from .errors import ProviderHTTPError, StreamError
 from .keys import auth_headers, find_key
 from .messages import Message
-from .rejections.values import ValueRule, apply_values
+from .rejections.values import ValueRule, apply_values, with_lessons
 from .replay import BuildMemo, Learned, ReplayPlan, Settings, plan_replay, render_with
 from .replay.memo import render_context
 from .resolve import Resolved
@@ -190,6 +190,8 @@ def complete(
     reuse the plans and renders of the messages it already built; ``values``: the route's
     value lessons (``rejections.values_for``), applied to the body's top-level parameters."""
     wire = get_wire(resolved.route.wire)
+    if values and (profile := with_lessons(resolved.profile, values)) is not resolved.profile:
+        resolved = replace(resolved, profile=profile)
     plan = plan_replay(history, resolved, learned, settings, cache=cache)
     body = build_body(wire, plan, tools=tools, settings=settings, stream=stream, memo=cache)
     if values:

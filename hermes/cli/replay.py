@@ -94,6 +94,18 @@ def _learned(info: Any, target: Any) -> Any:
         return learned_for(store, info.id if info is not None else None, target)
 
 
+def _values(target: Any) -> Any:
+    """The value lessons of ``target`` in the ledger (what the next real request applies)."""
+    from ..paths import db_path
+    from ..rejections import values_for
+    from ..store import open_store, store_url
+
+    if not store_url() and not db_path().exists():
+        return ()
+    with open_store() as store:
+        return values_for(store, target)
+
+
 @click.command()
 @click.argument("source")
 @click.option("--provider", "-p", help="Target provider / route name.")
@@ -131,8 +143,10 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     plan = plan_replay(history, target, learned, settings=settings)
     if show_body:
         from ..provider import get_wire
+        from ..rejections import apply_values
 
-        echo_json(get_wire(target.route.wire).to_wire(plan, tools=(), settings=settings, stream=False))
+        body = get_wire(target.route.wire).to_wire(plan, tools=(), settings=settings, stream=False)
+        echo_json(apply_values(body, _values(target)))
         return
     report = plan_report(plan)
     report["learned"] = {"dropped": sorted(learned.dropped), "suppressed_blobs": len(learned.suppressed),

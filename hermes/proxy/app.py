@@ -23,7 +23,7 @@ import contextlib
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -40,7 +40,7 @@ from starlette.routing import Mount, Route
 from ..errors import HermesError, ProviderHTTPError, redact
 from ..logs import log_event
 from ..messages import Message, Reasoning
-from ..rejections import RetryState, learned_for, recover
+from ..rejections import RetryState, ValueRule, apply_values, learned_for, recover, values_for
 from ..replay import Learned
 from ..resolve import Resolved, resolve
 from ..routes import ROUTES
@@ -147,6 +147,7 @@ class Proxy:
         """(tenant, key) → turns recorded but not yet written to ``memory``."""
         self.writes: set[asyncio.Task[None]] = set()
         self._learned: dict[tuple[str, str, str], tuple[float, Learned]] = {}
+        self._values: dict[tuple[str, str, str], tuple[float, tuple[ValueRule, ...]]] = {}
         self._targets: dict[tuple[str, str, str], Resolved] = {}
         self.writer = anyio.CapacityLimiter(8)
         """Threads writing recorded turns to the memory store at once."""
@@ -246,6 +247,7 @@ class Proxy:
                                         attempt=chat_attempt(rw.plan, sent))
             if recover(self.ledger, None, target, problem, retry):
                 self._learned.clear()
+                self._values.clear()
                 target, rw = self.prepare(body, row, upstream, tenant, extra)
                 resp = await self.send(url, headers, rw, raw)
             else:
@@ -425,13 +427,31 @@ class Proxy:
         body = bounded(resp, self.options.max_upstream_body)
         return _back(StreamingResponse(body, resp.status_code), resp)
 
+    def values(self, target: Resolved) -> tuple[ValueRule, ...]:
+        """``rejections.values_for`` with the same short memo as ``learned``."""
+        k = (target.route.key, target.host, target.model)
+        hit = self._values.get(k)
+        now = time.monotonic()
+        if hit is None or now - hit[0] > 1.0:
+            if len(self._values) >= _TARGETS_MAX:
+                self._values.clear()
+            hit = self._values[k] = (now, values_for(self.ledger, target))
+        return hit[1]
+
     def prepare(self, body: dict[str, Any], row: Row, upstream: str, tenant: str | None,
                 extra: Mapping[str, Message] | None = None) -> tuple[Resolved, Rewrite]:
+        """The rewrite, with the route's value lessons applied to the body it sends."""
         target = self.target(row, upstream, str(body["model"]))
         recall = self.recall if not extra else partial(_first, extra, self.recall)
         if extra and not tenant:  # a keyless client: its envelopes only, never the memory
-            return target, rewrite(body, target, partial(_first, extra, _none, ""), self.learned(target))
-        return target, prepare(body, target, tenant, recall, self.learned(target))
+            rw = rewrite(body, target, partial(_first, extra, _none, ""), self.learned(target))
+        else:
+            rw = prepare(body, target, tenant, recall, self.learned(target))
+        if rules := self.values(target):
+            sent = rw.body if rw.body is not None else body
+            if (fixed := apply_values(sent, rules)) is not sent:
+                rw = replace(rw, body=fixed)
+        return target, rw
 
 
 def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["CARRIERS", "Mention", "asks_echo", "is_shape_status", "is_signature_rejection", "mentions"]
+__all__ = ["CARRIERS", "Mention", "asks_echo", "expand", "is_shape_status", "is_signature_rejection", "mentions", "records"]
 
 CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
 _NOT_SHAPE = frozenset({401, 402, 403, 407, 408, 413, 429})
@@ -117,7 +117,7 @@ class Mention:
 # --------------------------------------------------------------------------- reading errors
 
 
-def _expand(data: Any, depth: int = 0) -> Any:
+def expand(data: Any, depth: int = 0) -> Any:
     """Parse JSON found inside strings (gateways pass upstream errors as ``metadata.raw``)."""
     if depth > 4:
         return data
@@ -125,25 +125,26 @@ def _expand(data: Any, depth: int = 0) -> Any:
         s = data.strip()
         if s[:1] in "{[" and s[-1:] in "}]":
             try:
-                return _expand(orjson.loads(s), depth + 1)
+                return expand(orjson.loads(s), depth + 1)
             except orjson.JSONDecodeError:
                 return data
         return data
     if isinstance(data, Mapping):
-        return {str(k): _expand(v, depth + 1) for k, v in data.items()}
+        return {str(k): expand(v, depth + 1) for k, v in data.items()}
     if isinstance(data, list):
-        return [_expand(v, depth + 1) for v in data]
+        return [expand(v, depth + 1) for v in data]
     return data
 
 
-def _records(data: Any) -> Iterator[Mapping[str, Any]]:
+def records(data: Any) -> Iterator[Mapping[str, Any]]:
+    """Every JSON object inside ``data``, outermost first."""
     if isinstance(data, Mapping):
         yield data
         for v in data.values():
-            yield from _records(v)
+            yield from records(v)
     elif isinstance(data, list):
         for v in data:
-            yield from _records(v)
+            yield from records(v)
 
 
 def _texts(data: Any) -> Iterator[str]:
@@ -192,7 +193,7 @@ def _code_says_unknown(rec: Mapping[str, Any]) -> bool:
 def _structured(data: Any) -> list[Mention]:
     """Mentions from error *data*: Pydantic ``loc``, ``param``, Gemini ``fieldViolations``."""
     out: list[Mention] = []
-    for rec in _records(data):
+    for rec in records(data):
         loc = rec.get("loc")
         if isinstance(loc, list) and loc and _code_says_unknown(rec):
             m = _mention(loc, "top")
@@ -246,12 +247,12 @@ def _fallback(text: str) -> list[Mention]:
 def mentions(status: int, body_text: str) -> tuple[list[Mention], bool]:
     """(carrier mentions, opposite signal present) for an error body. Pure; exposed for tests."""
     try:
-        data: Any = _expand(orjson.loads(body_text))
+        data: Any = expand(orjson.loads(body_text))
     except orjson.JSONDecodeError:
         data = body_text
     texts = list(_texts(data)) or [body_text]
     opposite = any(_OPPOSITE.search(t) for t in texts) or any(
-        isinstance(r.get("type"), str) and r["type"].lower() == "missing" for r in _records(data))
+        isinstance(r.get("type"), str) and r["type"].lower() == "missing" for r in records(data))
     found = _structured(data)
     for t in texts:
         found += _textual(t)
