@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import ProviderHTTPError
+from .errors import HermesError, ProviderHTTPError
 from .events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished, Waiting
 from .logs import log_event, plan_summary
 from .messages import Message
@@ -161,11 +161,16 @@ class Agent:
             plan = e.attempt.plan if e.attempt is not None else None  # what it carried, for the request matrix
             carried = {k: v for k, v in plan_summary(plan).items() if k in ("window", "turns", "kinds", "reasons")} if plan else {}
             log_event("request_failed", session=session_id, route=resolved.route.key, host=resolved.host,
-                      model=resolved.model, status=e.status, error=str(e)[:300], step=step,
+                      model=resolved.model, status=e.status, error=str(e)[:300], step=step + 1,
                       ms=round((time.monotonic() - started) * 1000, 1), **carried)
             raise
+        except HermesError as e:  # never answered: unreachable host, a cut stream, no credentials
+            log_event("request_failed", session=session_id, route=resolved.route.key, host=resolved.host,
+                      model=resolved.model, status=None, error=str(e)[:300], kind=type(e).__name__, step=step + 1,
+                      ms=round((time.monotonic() - started) * 1000, 1))
+            raise
         summary = plan_summary(ex.plan, self.cache)
-        log_event("request", session=session_id, step=step, stream=self.stream,
+        log_event("request", session=session_id, step=step + 1, stream=self.stream,
                   ms=round((time.monotonic() - started) * 1000, 1), finish=ex.response.finish_reason,
                   usage=dict(ex.response.usage), **summary)
         self._emit(Requested(summary))

@@ -43,6 +43,7 @@ in the environment or on the command line.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -99,6 +100,20 @@ class Config:
 
 
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+def effort_hint(value: str) -> str:
+    """``did you mean 'high'?`` for a misspelt effort, else ``""``."""
+    close = difflib.get_close_matches(str(value).lower(), EFFORTS, n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
+def type_words(want: Any) -> str:
+    """How an error names a TOML type: ``a whole number``, ``true or false`` …"""
+    words = {int: "a whole number", float: "a number", bool: "true or false", str: "a string"}
+    if isinstance(want, tuple):
+        return " or ".join(words.get(w, getattr(w, "__name__", str(w))) for w in want)
+    return words.get(want, f"a {getattr(want, '__name__', want)}")
 """Reasoning efforts any route accepts in some form; anything else is a typo."""
 _GATEWAY_LISTS = ("allowed_base_urls", "allowed_hosts", "allowed_origins")
 
@@ -155,19 +170,22 @@ def _parse(path: Path) -> Config:
         elif key in _TYPES:
             want = _TYPES[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-                raise ConfigError(f"{where}: '{key}' must be a {getattr(want, '__name__', want)}")
+                raise ConfigError(f"{where}: '{key}' must be {type_words(want)}")
             if key == "max_steps" and isinstance(value, int) and value < 1:
                 raise ConfigError(f"{where}: 'max_steps' must be at least 1")
             if key == "context_budget" and isinstance(value, int) and value < 0:
                 raise ConfigError(f"{where}: 'context_budget' must be 0 (the route's default) or a number of tokens")
             if key == "effort" and value not in EFFORTS:
-                raise ConfigError(f"{where}: 'effort' must be one of {', '.join(EFFORTS)}, not {value!r}")
+                raise ConfigError(f"{where}: 'effort' must be one of {', '.join(EFFORTS)}, not {value!r}",
+                                  hint=effort_hint(str(value)))
             if key == "base_url" and isinstance(value, str) and value:
                 _url(value, where, "base_url")
             values[key] = value or None if want is str else value
         else:
+            known = sorted([*_TYPES, 'aliases', 'gateway', 'allow_read', 'mcp', 'proxy', 'store'])
+            close = difflib.get_close_matches(key, known, n=1)
             raise ConfigError(f"{where}: unknown setting '{key}'",
-                              hint=f"known: {', '.join(sorted([*_TYPES, 'aliases', 'gateway', 'allow_read', 'mcp', 'proxy', 'store']))}")
+                              hint=(f"did you mean '{close[0]}'? " if close else "") + f"known: {', '.join(known)}")
     return Config(**values)
 
 

@@ -284,5 +284,5 @@ def read_log(session: str | None = None, path: Path | None = None) -> Iterator[M
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if session is None or rec.get("session") == session:
+            if session is None or str(rec.get("session") or "").startswith(session):
                 yield rec

@@ -66,6 +66,9 @@ class _Printer:
 
         if isinstance(event, Waiting):
             self.activity.stop()
+            if self.wrote_text and not self.quiet:  # a new step: its text starts on a line of its own
+                click.echo("")
+                self.wrote_text = False
             if not self.quiet:
                 self.spinner.start(f"waiting for {event.route} · {event.model}…")
             return
@@ -100,6 +103,9 @@ class _Printer:
                 self.wrote_text = True
             elif isinstance(d, ToolCallDelta) and d.name:
                 self._end_reasoning()
+                if self.wrote_text:  # "Let me look." ends its line before the call is shown
+                    click.echo("")
+                    self.wrote_text = False
                 click.secho(f"→ {printable(d.name)}", err=True, fg="cyan")
         elif isinstance(event, ToolFinished):
             import shutil
@@ -163,6 +169,17 @@ def _confirm(command: str) -> bool:
         raise KeyboardInterrupt from None
 
 
+def _effort(value: str | None) -> str | None:
+    """``--effort`` checked as config.toml's ``effort`` is, with a did-you-mean."""
+    from ..config import EFFORTS, effort_hint
+
+    if value is None or value in EFFORTS:
+        return value
+    hint = effort_hint(value)
+    raise click.BadParameter(f"{value!r} is not one of {', '.join(EFFORTS)}" + (f"; {hint}" if hint else ""),
+                             param_hint="--effort")
+
+
 def _exit_on_hangup() -> None:
     """SIGTERM and SIGHUP (the terminal closed) end the chat through Python's unwinding, so a
     running command's process group is killed on the way out instead of outliving us."""
@@ -186,7 +203,8 @@ def _exit_on_hangup() -> None:
 @click.option("--stream/--no-stream", default=None, help="Stream the response (default from config: on).")
 @click.option("--json", "as_json", is_flag=True,
               help="With -q: print one JSON object (session_id, answer, ... or error, hint on failure).")
-@click.option("--effort", help="Reasoning effort (route-specific: low, medium, high, ...).")
+@click.option("--effort", callback=lambda _c, _p, v: _effort(v),
+              help="Reasoning effort: none, minimal, low, medium, high, xhigh, max (what a route does not take is not sent).")
 @click.option("--no-thinking", is_flag=True, help="Do not request thinking (switches are not sent).")
 @click.option("--allow-commands", is_flag=True, help="Let the model run shell commands without asking.")
 @click.option("--allow-read", "allow_read", multiple=True, metavar="PATH",

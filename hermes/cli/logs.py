@@ -31,7 +31,8 @@ def format_record(rec: Mapping[str, Any]) -> str:
     if event == "proxy":
         return _proxy_line(ts, where, rec)
     if event == "request_failed":
-        return f"{ts} {sid} ✗ {where} HTTP {rec.get('status')}: {rec.get('error')}"
+        status = f"HTTP {rec.get('status')}" if rec.get("status") is not None else str(rec.get("kind") or "failed")
+        return f"{ts} {sid} ✗ {where} step {rec.get('step')} {status}: {rec.get('error')}"
     return f"{ts} {sid} {event} {where}"
 
 
@@ -58,7 +59,7 @@ def _proxy_line(ts: str, where: str, rec: Mapping[str, Any]) -> str:
 
 @click.command()
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new records as they arrive.")
-@click.option("--session", "-s", help="Only records of this session.")
+@click.option("--session", "-s", help="Only records of this session (an id or its first characters).")
 @click.option("--lines", "-n", default=50, show_default=True, help="How many recent records first.")
 @click.option("--json", "as_json", is_flag=True, help="Raw JSON lines.")
 def logs(follow: bool, session: str | None, lines: int, as_json: bool) -> None:
@@ -80,7 +81,7 @@ def logs(follow: bool, session: str | None, lines: int, as_json: bool) -> None:
         show(rec)
     if not follow:
         if not records:
-            click.echo("no requests logged yet", err=True)
+            click.echo(f"no requests logged for session {session}" if session else "no requests logged yet", err=True)
         return
     pos = path.stat().st_size if path.exists() else 0
     try:
@@ -103,7 +104,7 @@ def logs(follow: bool, session: str | None, lines: int, as_json: bool) -> None:
                     rec = orjson.loads(line)
                 except orjson.JSONDecodeError:
                     continue
-                if session is None or rec.get("session") == session:
+                if session is None or str(rec.get("session") or "").startswith(session):
                     show(rec)
     except KeyboardInterrupt:
         pass

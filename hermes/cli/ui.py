@@ -56,5 +56,7 @@ def ui(port: int, open_browser: bool) -> None:
     server.startup = startup  # type: ignore[method-assign]
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C is how it stops: not an abort
+        pass
     finally:
         store.close()

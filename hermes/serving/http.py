@@ -163,5 +163,7 @@ def field(body: dict[str, Any], name: str, *, required: bool = False, kind: type
             raise ApiError(400, "invalid_request", f"'{name}' is required")
         return None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ApiError(400, "invalid_request", f"'{name}' must be a {kind.__name__}")
+        from ..config import type_words
+
+        raise ApiError(400, "invalid_request", f"'{name}' must be {type_words(kind)}")
     return value
