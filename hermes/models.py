@@ -116,6 +116,8 @@ class ProfileRow:
     efforts: tuple[str, ...] | None = None
     call_ids: bool | None = None
     source: str = "builtin"
+    cite: str = ""
+    """Where the row's facts come from, in a few words (the full evidence is in docs/models.md)."""
 
     def matches(self, key: str) -> bool:
         return any(all(run in key for run in _literals(p)) and fnmatchcase(key, p) for p in self.models)
@@ -189,16 +191,21 @@ PROFILES: tuple[ProfileRow, ...] = (
     # adaptive. (A glob's ``*`` spans ``-``, so the older rows come first and win.)
     # Opus 5.5, Fable 5.1 and Sonnet 5.5 cannot stop thinking (Sonnet 5.5's least is
     # ``between_tools``); from Opus 5 an omitted ``thinking`` is adaptive thinking on.
-    ProfileRow(("*claude-sonnet-5[-.]5*",), can_disable=False, least={"thinking": {"type": "between_tools"}}),
+    ProfileRow(("*claude-sonnet-5[-.]5*",), can_disable=False, least={"thinking": {"type": "between_tools"}},
+               cite='Anthropic, "What\'s new in Claude Opus 5.5": Sonnet 5.5 refuses disabled, between_tools is its least'),
     ProfileRow(("*claude-opus-5[-.]5*", "*claude-fable-5[-.]1*"), can_disable=False,
-               least={"thinking": {"type": "adaptive"}, "output_config": {"effort": "low"}}),
-    ProfileRow(("*claude-opus-[5-9]*", "*claude-opus-[1-9][0-9]*"), thinks_unasked=True),
+               least={"thinking": {"type": "adaptive"}, "output_config": {"effort": "low"}},
+               cite='Anthropic, "What\'s new in Claude Opus 5.5 / Fable 5.1": thinking.type.disabled refused'),
+    ProfileRow(("*claude-opus-[5-9]*", "*claude-opus-[1-9][0-9]*"), thinks_unasked=True,
+               cite='Anthropic Opus 5 migration guide: an omitted thinking is adaptive thinking on'),
     # Fable 5.1+, Mythos 5.1+, Opus / Sonnet / Haiku 5.5 check each replayed block's prefix.
     ProfileRow(("*claude-fable-5[-.][1-9]*", "*claude-mythos-5[-.][1-9]*", "*claude-opus-5[-.]5*",
-                "*claude-sonnet-5[-.]5*", "*claude-haiku-5[-.]5*"), prefix_bound=True),
+                "*claude-sonnet-5[-.]5*", "*claude-haiku-5[-.]5*"), prefix_bound=True,
+               cite='Anthropic, "Fix a thinking block bound to a different conversation"; AWS Bedrock "Preserved thinking"'),
     # Opus 4.7+, Mythos and Fable return empty thinking text unless asked to summarise it.
     ProfileRow(("*claude-opus-4[-.][7-9]*", "*claude-opus-[5-9]*", "*claude-opus-[1-9][0-9]*", "*claude-mythos*",
-                "*claude-fable*"), display="summarized"),
+                "*claude-fable*"), display="summarized",
+               cite='Anthropic, "What\'s new in Claude Opus 4.7"; anthropics/claude-code#49268, #49708; docker/docker-agent#3415'),
     ProfileRow(("*claude-opus-4[-.]5",), prior_turns="all"),
     ProfileRow(("*claude-*-4", "*claude-*-4[-.][0-5]", "*claude-3*"), thinking="budget", prior_turns="loop"),
     ProfileRow(("*claude-*-4[-.][6-9]*", "*claude-*-4[-.][1-9][0-9]*", "*claude-[a-z]*-[5-9]*",
@@ -210,19 +217,24 @@ PROFILES: tuple[ProfileRow, ...] = (
                tokens="ratio:cl100k"),
     # --- Gemini --------------------------------------------------------------------------------
     # Gemini 3 Pro takes only low | high; 3.1 Pro and 3.7 Flash refuse minimal.
-    ProfileRow(("gemini-3-pro*",), levels=_GEMINI3_PRO_LEVELS),
-    ProfileRow(("gemini-3.1-pro*", "gemini-3.7-flash*"), levels=_GEMINI_NO_MINIMAL),
+    ProfileRow(("gemini-3-pro*",), levels=_GEMINI3_PRO_LEVELS,
+               cite='chatwise#1206: "Thinking level MEDIUM is not supported for this model"'),
+    ProfileRow(("gemini-3.1-pro*", "gemini-3.7-flash*"), levels=_GEMINI_NO_MINIMAL,
+               cite='docs/models.md, "Gemini 3 thinking levels per model": minimal refused'),
     ProfileRow(("gemini-3*",), thinking="level", levels=_GEMINI_LEVELS, can_disable=False, call_ids=True),
     ProfileRow(("gemini-2.5-pro*",), min_budget=128, can_disable=False),
     ProfileRow(("gemini-2.5*",), thinking="budget", budgets=_GEMINI_BUDGETS),
     ProfileRow(("gemini-*",), context_window=1_048_576, tokens="ratio:o200k"),
     # --- OpenAI --------------------------------------------------------------------------------
-    ProfileRow(_OPENAI_O, context_window=200_000, prior_turns="loop", efforts=("low", "medium", "high")),
+    ProfileRow(_OPENAI_O, context_window=200_000, prior_turns="loop", efforts=("low", "medium", "high"),
+               cite='pydantic-ai cassette test_openrouter_thinking_false_on_always_on_route: o3 takes low|medium|high'),
     ProfileRow(("gpt-4.1*",), context_window=1_047_576),
     # gpt-5 / 5-mini / 5-nano take minimal..high; from 5.1 `none` replaces `minimal`; xhigh
     # from 5.2 (and on gpt-5.1-codex-max).
-    ProfileRow(("gpt-5.1-codex-max*", "gpt-5.[2-9]*", "gpt-6*"), efforts=("none", "low", "medium", "high", "xhigh")),
-    ProfileRow(("gpt-5.[1-9]*",), efforts=("none", "low", "medium", "high")),
+    ProfileRow(("gpt-5.1-codex-max*", "gpt-5.[2-9]*", "gpt-6*"), efforts=("none", "low", "medium", "high", "xhigh"),
+               cite='OpenAI reasoning guide: xhigh from gpt-5.2 and gpt-5.1-codex-max'),
+    ProfileRow(("gpt-5.[1-9]*",), efforts=("none", "low", "medium", "high"),
+               cite="openai-agents-python#2089: 'minimal' is not supported with the 'gpt-5.1' model"),
     ProfileRow(("gpt-5", "gpt-5-*"), efforts=("minimal", "low", "medium", "high")),
     ProfileRow(("gpt-5*",), context_window=400_000),
     ProfileRow(("gpt-4o*",), context_window=128_000),
@@ -232,8 +244,10 @@ PROFILES: tuple[ProfileRow, ...] = (
     ProfileRow(("gpt-4*", "gpt-3.5*", "text-embedding-3*"), tokens="cl100k_base"),
     # --- open-weight families ------------------------------------------------------------------
     # xAI: only grok-3-mini takes reasoning_effort (low | high); the others refuse the parameter.
-    ProfileRow(("grok-3-mini*",), efforts=("low", "high")),
-    ProfileRow(("grok-*",), efforts=()),
+    ProfileRow(("grok-3-mini*",), efforts=("low", "high"),
+               cite='xAI: grok-3-mini takes reasoning_effort low|high'),
+    ProfileRow(("grok-*",), efforts=(),
+               cite='litellm PR 16265: Model grok-4-latest does not support parameter reasoningEffort'),
     ProfileRow(("grok-4*",), context_window=256_000),
     ProfileRow(("grok-3*",), context_window=131_072),
     ProfileRow(("deepseek*", "*deepseek-r1*", "*deepseek.r1*"), context_window=128_000),
