@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from hermes.messages import Message, Reasoning, Text, ToolCall
 from hermes.proxy import message_key
+from hermes.proxy.memory import prefixes
 from hermes.proxy.rewrite import REASONING_KEYS, rewrite
 from hermes.replay import PAD, Learned
 from hermes.resolve import resolve
@@ -119,11 +120,11 @@ def test_only_reasoning_keys_and_switches_change(body: dict[str, Any], route: st
 def test_a_recognised_turn_gets_back_exactly_what_the_route_sent(text: str, route: str) -> None:
     target = resolve(route, "http://upstream.test/v1", "model-x")
     turn = Message("assistant", (Reasoning(text, target.key), ToolCall("call_9", "ls", '{"p": 1}')))
-    key = message_key(turn)
     sent = {"role": "assistant", "content": None,
             "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "ls", "arguments": '{"p":1}'}}]}
     body = {"model": "model-x", "messages": [{"role": "user", "content": "q"}, sent,
                                              {"role": "tool", "tool_call_id": "call_9", "content": "r"}]}
+    key = message_key(turn, prefixes(body["messages"])[1])  # recorded after the user's "q"
     rw = rewrite(body, target, lambda keys: {key: turn} if key in keys else {})
     # blank reasoning on a route that does not need it: nothing to send, the body goes as it is
     got = rw.body["messages"][1] if rw.body is not None else sent
@@ -138,10 +139,10 @@ def test_a_recognised_turn_gets_back_exactly_what_the_route_sent(text: str, rout
 def test_visible_text_turn_is_recognised_by_its_text() -> None:
     target = resolve("glm", "http://upstream.test/v1", "glm-5.1")
     turn = Message("assistant", (Reasoning("why", target.key), Text("Hello there.")))
-    key = message_key(turn)
     body = {"model": "glm-5.1", "messages": [{"role": "user", "content": "hi"},
                                              {"role": "assistant", "content": "Hello there."},
                                              {"role": "user", "content": "again"}]}
+    key = message_key(turn, prefixes(body["messages"])[1])
     rw = rewrite(body, target, lambda keys: {key: turn} if key in keys else {})
     assert rw.body is not None
     assert rw.body["messages"][1] == {"role": "assistant", "content": "Hello there.", "reasoning_content": "why"}

@@ -38,7 +38,8 @@ from _proxy import RESULT, openai_step
 
 from hermes.emulate import Emulator
 from hermes.messages import loads
-from hermes.proxy import message_key, tenant_of
+from hermes.proxy import client_key, message_key, tenant_of
+from hermes.proxy.memory import prefixes
 
 pytestmark = pytest.mark.slow
 
@@ -158,9 +159,14 @@ def _check_memory_holds_whole_recordings(fleet: Fleet, clients: list[Client], ke
     mine = [c for c in clients if c.key == key]
     assert len(rows) == sum(len(c.thoughts) for c in mine), "one recording per assistant turn, none lost"
     thoughts = {t for c in mine for t in c.thoughts}
+    keyed: dict[str | None, str] = {}  # each assistant message's key, after its conversation so far
+    for c in mine:
+        before = prefixes(c.messages)
+        keyed.update((client_key(m, prefix=before[i]), before[i]) for i, m in enumerate(c.messages)
+                     if m.get("role") == "assistant")
     for k, data in rows:
         m = loads(data)
-        assert message_key(m) == k
+        assert k in keyed and message_key(m, keyed[k]) == k
         assert "".join(r.text for r in m.reasoning) in thoughts
 
 

@@ -252,8 +252,8 @@ class Proxy:
                 resp = await self.send(url, headers, rw, raw)
             else:
                 self.log(target, tenant, rw, resp.status_code, t0, stream, retry)
-                return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target), refused=err)
-        return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target))
+                return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix), refused=err)
+        return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix))
 
     # --- the Responses door -----------------------------------------------------------------
     async def responses(self, request: Request, row: Row, upstream: str) -> Response:
@@ -350,7 +350,7 @@ class Proxy:
         (``pending``), durable in the memory store a moment later (a worker thread writes it) —
         or, with ``durable_first``, durable before this returns (the client is still waiting)."""
         msg = rec.message()
-        key = message_key(msg) if msg is not None else None
+        key = message_key(msg, rec.prefix) if msg is not None else None
         if msg is None or key is None or tenant is None:
             return
         rec.recorded = True

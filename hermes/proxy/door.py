@@ -22,7 +22,7 @@ import orjson
 
 from ..errors import HermesError
 from ..messages import Message, Part, Reasoning, Text, ToolCall, part_from_dict, part_to_dict
-from .memory import client_key
+from .memory import turn_keys
 from .seal import Sealer
 
 __all__ = ["ENVELOPE_VERSION", "open_turns", "seal_turn", "visible_parts"]
@@ -75,10 +75,11 @@ def open_turns(messages: Sequence[Mapping[str, Any]], envelopes: Mapping[int, Se
     """(recognition key → restored turn, envelopes that did not open) for the chat
     ``messages`` a door built, ``envelopes`` by the index of the assistant message they came
     with. Of a turn's envelopes the last that opens wins (each carries all its turn held when
-    it was sealed). The key is the rewrite's own (``client_key``), so the turn restores onto
+    it was sealed). The key is the rewrite's own (``turn_keys``), so the turn restores onto
     exactly the message it was built for."""
     out: dict[str, Message] = {}
     refused = 0
+    keys = turn_keys(messages, think_tags=think_tags)[0] if envelopes else {}
     for i, envs in envelopes.items():
         parts: tuple[Reasoning, ...] | None = None
         for env in envs:
@@ -87,7 +88,7 @@ def open_turns(messages: Sequence[Mapping[str, Any]], envelopes: Mapping[int, Se
                 refused += 1
             else:
                 parts = got
-        key = client_key(messages[i], think_tags=think_tags) if parts else None
+        key = keys.get(i) if parts else None
         if parts and key:
             out[key] = Message("assistant", (*parts, *visible_parts(messages[i])))
     return out, refused

@@ -10,6 +10,9 @@ so those identify it:
 * a turn without calls by its visible text (``<think>`` tags split off as the decoder does,
   outer whitespace ignored).
 
+and both by a digest of the conversation before the turn (``prefixes``): what a turn shows
+does not tell two conversations apart.
+
 Memory is per **tenant**: a hash of the client's credentials and the route, so one client
 never receives another's reasoning; a request without any credential has no tenant, so
 nothing is recorded or restored for it. It is bounded per tenant by size (oldest recordings go first)
@@ -50,7 +53,9 @@ __all__ = [
     "fitting",
     "message_key",
     "open_memory",
+    "prefixes",
     "tenant_of",
+    "turn_keys",
 ]
 
 _DECODED = 4096
@@ -106,21 +111,24 @@ def _args(arguments: Any) -> str:
         return arguments.strip()
 
 
-def _key(text: str, calls: Sequence[tuple[str, str, str]]) -> str | None:
+def _key(text: str, calls: Sequence[tuple[str, str, str]], prefix: str) -> str | None:
     if calls:
         basis: Any = ["calls", [list(c) for c in calls]]
     elif text.strip():
         basis = ["text", text.strip()]
     else:
         return None  # nothing visible identifies it
+    if prefix:
+        basis.append(prefix)
     return hashlib.sha256(orjson.dumps(basis)).hexdigest()[:40]
 
 
-def message_key(m: Message) -> str | None:
-    """Recognition key of a decoded assistant turn (as recorded from a response)."""
+def message_key(m: Message, prefix: str = "") -> str | None:
+    """Recognition key of a decoded assistant turn (as recorded from a response) that followed
+    the conversation ``prefix`` (``prefixes``)."""
     calls = [(p.id, p.name, _args(p.arguments)) for p in m.parts if isinstance(p, ToolCall)]
     text = "".join(p.text for p in m.parts if isinstance(p, Text))
-    return _key(text, calls)
+    return _key(text, calls, prefix)
 
 
 def _content_text(content: Any) -> str:
@@ -132,20 +140,80 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def client_key(msg: Mapping[str, Any], *, think_tags: bool = False) -> str | None:
-    """Recognition key of an assistant message as a client sends it back; None when it has
-    nothing visible (or is malformed), so it cannot be recognised."""
+def _visible(msg: Mapping[str, Any], think_tags: bool) -> tuple[str, list[tuple[str, str, str]]] | None:
+    """(text, calls) a client shows of an assistant message; None when malformed."""
     text = _content_text(msg.get("content"))
     if think_tags:
         text = split_think(text)[1]
     calls: list[tuple[str, str, str]] = []
     raw = msg.get("tool_calls")
     for c in raw if isinstance(raw, list) else ():
-        fn = c.get("function") if isinstance(c, Mapping) else None
-        if not isinstance(fn, Mapping):
+        fn = c.get("function") if isinstance(c, dict) else None  # JSON: dicts (an ABC check costs more)
+        if not isinstance(fn, dict):
             return None
         calls.append((str(c.get("id") or ""), str(fn.get("name") or ""), _args(fn.get("arguments") or "")))
-    return _key(text, calls)
+    return text, calls
+
+
+def client_key(msg: Mapping[str, Any], *, think_tags: bool = False, prefix: str = "") -> str | None:
+    """Recognition key of an assistant message as a client sends it back after the
+    conversation ``prefix``; None when it has nothing visible (or is malformed)."""
+    seen = _visible(msg, think_tags)
+    return None if seen is None else _key(seen[0], seen[1], prefix)
+
+
+def _part(m: Any, think_tags: bool) -> tuple[Any, tuple[str, list[tuple[str, str, str]]] | None]:
+    """(what of message ``m`` goes into the conversation digest, or None; its visible text
+    and calls when it is an assistant message)."""
+    role = m.get("role") if isinstance(m, dict) else None
+    if role == "assistant":
+        seen = _visible(m, think_tags)
+        return ["assistant", seen], seen
+    if role == "user":
+        return ["user", _content_text(m.get("content"))], None
+    if role in ("tool", "function"):
+        return ["tool", str(m.get("tool_call_id") or m.get("name") or ""), _content_text(m.get("content"))], None
+    return None, None
+
+
+def _digest() -> Any:
+    return hashlib.sha256(b"hermes-proxy-prefix\0")
+
+
+def prefixes(msgs: Sequence[Any], *, think_tags: bool = False) -> list[str]:
+    """``out[i]``: a digest of the conversation before ``msgs[i]``; ``out[-1]``: of all of them
+    (what the answer to this request follows).
+
+    Part of every recognition key, because what a turn shows does not tell conversations
+    apart: Kimi numbers its tool-call ids per conversation (``functions.read_file:0``), and a
+    turn without calls may say just "Done.". Only what a client resends as it was goes in —
+    user text, tool results and their call ids, assistant text and calls (as ``client_key``
+    reads them) — not system or developer messages, which clients rewrite between requests
+    (a date, a repository map) without changing the conversation."""
+    h = _digest()
+    out = [h.hexdigest()[:40]]
+    for m in msgs:
+        part = _part(m, think_tags)[0]
+        if part is not None:
+            h.update(orjson.dumps(part))
+        out.append(h.hexdigest()[:40])
+    return out
+
+
+def turn_keys(msgs: Sequence[Any], *, think_tags: bool = False) -> tuple[dict[int, str], str]:
+    """(index → recognition key of each recognisable assistant message of a client's
+    ``msgs``, the digest of the whole conversation: what the answer will be recorded under).
+    The same keys as ``client_key`` after ``prefixes``, in one pass."""
+    h = _digest()
+    keys: dict[int, str] = {}
+    for i, m in enumerate(msgs):
+        part, seen = _part(m, think_tags)
+        if part is None:
+            continue
+        if seen is not None and (k := _key(seen[0], seen[1], h.hexdigest()[:40])):
+            keys[i] = k
+        h.update(orjson.dumps(part))
+    return keys, h.hexdigest()[:40]
 
 
 @runtime_checkable

@@ -28,10 +28,12 @@ __all__ = ["Recorder"]
 class Recorder:
     """Fold one response (streamed or whole) into the assistant turn it carried."""
 
-    __slots__ = ("_acc", "_dec", "_split", "_text", "failed", "recorded", "route")
+    __slots__ = ("_acc", "_dec", "_split", "_text", "failed", "prefix", "recorded", "route")
 
-    def __init__(self, target: Resolved) -> None:
+    def __init__(self, target: Resolved, prefix: str = "") -> None:
         self.route = target.route.key
+        self.prefix = prefix
+        """The conversation the turn follows (``Rewrite.prefix``): part of its memory key."""
         self.recorded = False
         self._dec = decoder(target)
         self._acc = Accumulator(target.key)

@@ -4,10 +4,11 @@ The client's body is forwarded as it is except for the reasoning keys of assista
 and the route's keep-thinking switches. Nothing here knows a provider rule; it builds the
 neutral history the planner reads and lets the planner and the chat wire decide:
 
-1. every assistant message is **recognised** in the tenant's memory (``memory.client_key``)
-   and stands for the turn as the route sent it; an unrecognised one is decoded from what
-   the client sent (``ChatDecoder``, so a client that does keep ``reasoning_content`` or
-   ``reasoning_details`` loses nothing);
+1. every assistant message is **recognised** in the tenant's memory (``memory.client_key``
+   over what it shows and the conversation before it, ``memory.prefixes``) and stands for
+   the turn as the route sent it; an unrecognised one is decoded from what the client sent
+   (``ChatDecoder``, so a client that does keep ``reasoning_content`` or ``reasoning_details``
+   loses nothing);
 2. ``plan_replay`` decides per message what the route takes — carriers, the must-echo pad,
    Gemini / Copilot native fields, the validator skip for a call without a signature, learned
    rejections — and ``openai_chat.render_message`` places it;
@@ -34,7 +35,7 @@ from ..routes import deep_merge
 from ..stream import Accumulator
 from ..wire.chat_decode import ChatDecoder
 from ..wire.openai_chat import render_message
-from .memory import client_key
+from .memory import turn_keys
 
 __all__ = ["REASONING_KEYS", "MessageAction", "Rewrite", "decode_message", "rewrite"]
 
@@ -81,6 +82,9 @@ class Rewrite:
     keys: dict[int, str] = field(default_factory=dict)
     mapped_ids: int = 0
     """Tool-call ids rewritten to the route's id rule (calls and the results answering them)."""
+    prefix: str = ""
+    """The digest of the client's conversation (``memory.prefixes``): the answer's turn is
+    recorded under it, so it is recognised only after this very conversation."""
 
     def summary(self) -> dict[str, Any]:
         """For the request log: per message what was restored / padded / stripped; no values."""
@@ -123,8 +127,7 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
     if not isinstance(msgs, list):
         return Rewrite(None, [], None)
     think = target.route.think_tags
-    keys = {i: k for i, m in enumerate(msgs)
-            if isinstance(m, Mapping) and m.get("role") == "assistant" and (k := client_key(m, think_tags=think))}
+    keys, conversation = turn_keys(msgs, think_tags=think)
     recalled = recall(list(dict.fromkeys(keys.values()))) if keys else {}
     history: list[Message] = []
     decoded: dict[int, bool] = {}
@@ -180,7 +183,7 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
             out = out if out is not None else dict(body)
             out[name] = merged
             switched.append(name)
-    return Rewrite(out, history, plan, tuple(actions), tuple(switched), keys, len(ids))
+    return Rewrite(out, history, plan, tuple(actions), tuple(switched), keys, len(ids), conversation)
 
 
 def _with_note(a: MessageAction, note: str) -> MessageAction:
