@@ -104,8 +104,8 @@ def _server(name: str, spec: Any, where: str) -> McpServer:
     command, url = spec.get("command"), spec.get("url")
     if (command is None) == (url is None):
         raise ConfigError(f"{at}: give either 'command' (stdio) or 'url' (streamable HTTP)")
-    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
-        raise ConfigError(f"{at}: 'url' must be an http:// or https:// URL")
+    if url is not None:
+        _check_url(url, at)
     if url is not None and set(spec) & {"args", "env", "cwd"}:
         raise ConfigError(f"{at}: args, env and cwd are for stdio servers (with 'command')")
     if command is not None and "headers" in spec:
@@ -123,6 +123,20 @@ def _server(name: str, spec: Any, where: str) -> McpServer:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise ConfigError(f"{at}: 'timeout' must be a positive number of seconds")
     return McpServer(name, command, tuple(args), env, cwd, url, headers, float(timeout))
+
+
+def _check_url(url: Any, at: str) -> None:
+    """The base-URL rule (``urlpolicy``): http(s), a host, parseable, no credentials (a token
+    goes in ``headers``, read from the environment); the message never repeats the URL."""
+    from .errors import RouteError
+    from .urlpolicy import check_base_url
+
+    if not isinstance(url, str):
+        raise ConfigError(f"{at}: 'url' must be an http:// or https:// URL")
+    try:
+        check_base_url(url, "'url'")
+    except RouteError as e:
+        raise ConfigError(f"{at}: {e}", hint=e.hint) from None
 
 
 def _strings(spec: Mapping[str, Any], table: str, at: str) -> dict[str, str]:
