@@ -369,10 +369,14 @@ def _field(key: str, name: str, value: Any) -> Any:
                 got = rule.get(list_field, [])
                 if not isinstance(got, list) or not all(isinstance(w, str) for w in got):
                     raise ConfigError(f"{where}: rule {rule['pattern']!r}: {list_field!r} must be a list of strings")
+            carriers = rule.get("carriers")
+            if carriers is not None and (not isinstance(carriers, list) or set(carriers) - set(CARRIERS)):
+                raise ConfigError(f"{where}: rule {rule['pattern']!r}: 'carriers' must be a list of {', '.join(CARRIERS)}")
             off = rule.get("thinking_off")
             rules.append(ModelRule(rule["pattern"].lower(), dict(rule.get("switches", {})),
                                    rule.get("policy"), rule.get("prior_turns"),
                                    None if off is None else dict(off), tuple(rule.get("without", [])),
-                                   tuple(h.lower() for h in rule.get("hosts", []))))
+                                   tuple(h.lower() for h in rule.get("hosts", [])),
+                                   None if carriers is None else frozenset(carriers)))
         return tuple(rules)
     raise ConfigError(f"{where} is not supported")  # pragma: no cover - guarded by _ALLOWED

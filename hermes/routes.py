@@ -67,6 +67,8 @@ class ModelRule:
     hosts: tuple[str, ...] = ()
     """When set, the rule applies only on these base-URL hosts (exact or a subdomain): a
     parameter only the provider's own API takes never goes to a relay using the same row."""
+    carriers: frozenset[str] | None = None
+    """Replace the row's carriers for matching models (a strict route's reasoning models)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +181,7 @@ class Route:
                     policy=rule.policy or out.policy,  # type: ignore[arg-type]
                     prior_turns=rule.prior_turns or out.prior_turns,  # type: ignore[arg-type]
                     thinking_off=out.thinking_off if rule.thinking_off is None else rule.thinking_off,
+                    carriers=out.carriers if rule.carriers is None else rule.carriers,
                 )
                 without.update(rule.without)
         if without:
@@ -245,9 +248,14 @@ ROUTES: tuple[Route, ...] = (
           base_url="https://api.mistral.ai/v1", key_env=("MISTRAL_API_KEY",)),
     # Groq with reasoning_format "raw" returns the thinking as <think>…</think> inside content
     # (pydantic-ai's recorded test_groq_model_thinking_part): split it off like other tag routes
+    # Its reasoning models take `reasoning` back (vercel/ai PR 8057: others refuse it with
+    # "messages[X].reasoning: reasoning is not supported with this model"; issue 7860).
     Route("groq", "openai_chat", "Groq", hosts=("groq.com",), carriers=_NONE, think_tags=True,
+          model_rules=tuple(ModelRule(p, carriers=frozenset({R})) for p in
+                            ("openai/gpt-oss*", "qwen/qwen3*", "*deepseek-r1*")),
           base_url="https://api.groq.com/openai/v1", key_env=("GROQ_API_KEY",)),
-    Route("cerebras", "openai_chat", "Cerebras", hosts=("cerebras.ai",), carriers=_NONE,
+    # `reasoning` back on assistant messages; `reasoning_content` is refused (docs/emulators.md)
+    Route("cerebras", "openai_chat", "Cerebras", hosts=("cerebras.ai",), carriers=frozenset({R}),
           base_url="https://api.cerebras.ai/v1", key_env=("CEREBRAS_API_KEY",)),
     Route("sambanova", "openai_chat", "SambaNova", hosts=("sambanova.ai",), carriers=_NONE,
           think_tags=True, base_url="https://api.sambanova.ai/v1", key_env=("SAMBANOVA_API_KEY",)),

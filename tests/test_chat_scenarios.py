@@ -12,7 +12,7 @@ import pytest
 
 from hermes import provider
 from hermes.errors import ProviderHTTPError
-from hermes.messages import Message, Reasoning, ToolCall, ToolResult
+from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.resolve import resolve
 from hermes.routes import ROUTES as TABLE
 from hermes.wire import ToolSpec
@@ -189,3 +189,30 @@ def test_foreign_tool_turn_to_gemini_compat_is_accepted(emulator: Any) -> None:
     history += [ex1.response.message, Message("tool", (ToolResult(call.id, "a.txt", "ls"),))]
     ex2, _ = run(emulator, "gemini-openai", history, stream=False)
     assert ex2.response.finish_reason == "stop"
+
+
+@pytest.mark.parametrize(("key", "model"), [("groq", "openai/gpt-oss-120b"), ("groq", "qwen/qwen3-32b"),
+                                            ("cerebras", "gpt-oss-120b")])
+def test_groq_and_cerebras_reasoning_models_get_their_reasoning_back(emulator: Any, key: str, model: str) -> None:
+    history = [Message.user(f"what is in the workspace? ({key})")]
+    ex1, _ = run(emulator, key, history, stream=False, model=model)
+    turn1 = ex1.response.message
+    assert turn1.reasoning and turn1.tool_calls
+    history += [turn1, Message("tool", (ToolResult(turn1.tool_calls[0].id, "a.txt", "ls"),))]
+    _, body = run(emulator, key, history, stream=False, model=model)
+    sent = sent_assistant(body)
+    assert sent["reasoning"] == turn1.reasoning[0].text and "reasoning_content" not in sent
+
+
+def test_a_groq_model_without_reasoning_gets_none_back(emulator: Any) -> None:
+    origin = RouteKey("groq", "127.0.0.1", "moonshotai/kimi-k2-instruct", "openai_chat")
+    history = [Message.user("list"), Message("assistant", (Reasoning("thought", origin), Text("ok"))),
+               Message.user("again")]
+    _, body = run(emulator, "groq", history, stream=False, model="moonshotai/kimi-k2-instruct")
+    assert "reasoning" not in sent_assistant(body)
+    with pytest.raises(ProviderHTTPError) as err:
+        provider.complete(resolve("groq", emulator.url("groq"), "moonshotai/kimi-k2-instruct"), history,
+                          api_key="k", body_hook=lambda b: {**b, "messages": [
+                              {**m, "reasoning": "thought"} if m["role"] == "assistant" else m
+                              for m in b["messages"]]})
+    assert "messages[1].reasoning: reasoning is not supported with this model" in err.value.body

@@ -21,7 +21,8 @@ EXPECTED_CHAT: dict[str, set[str]] = {
     **dict.fromkeys(["novita", "minimax", "tencent"], {RC, RD}),
     **dict.fromkeys(["ollama", "ollama-cloud", "vllm", "llamacpp", "lmstudio", "sglang", "local", "upstage"], {RC, R}),
     **dict.fromkeys(["openai", "xai", "glm", "dashscope", "fireworks", "generic", "gemini-openai"], {RC}),
-    **dict.fromkeys(["mistral", "groq", "cerebras", "sambanova", "hunyuan", "copilot"], set()),
+    **dict.fromkeys(["mistral", "groq", "sambanova", "hunyuan", "copilot"], set()),  # groq: model m-1 is no reasoning model
+    "cerebras": {R},
     **dict.fromkeys(["deepseek", "kimi", "mimo"], {RC}),
 }
 MUST_ECHO = {"deepseek", "kimi", "mimo"}

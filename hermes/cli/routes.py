@@ -39,7 +39,8 @@ def row_dict(r: Route) -> dict[str, Any]:
         "text_signature": r.text_signature, "signature_pad": r.signature_pad, "models": list(r.models), "tokens": r.tokens,
         "key_env": list(r.key_env), "model_rules": [
             {"pattern": m.pattern, "switches": dict(m.switches), "policy": m.policy, "prior_turns": m.prior_turns,
-             "thinking_off": None if m.thinking_off is None else dict(m.thinking_off), "without": list(m.without), "hosts": list(m.hosts)}
+             "thinking_off": None if m.thinking_off is None else dict(m.thinking_off), "without": list(m.without), "hosts": list(m.hosts),
+             "carriers": None if m.carriers is None else sorted(m.carriers)}
             for m in r.model_rules],
         "source": r.source,
     }

@@ -105,6 +105,9 @@ class Facts:
     """Globs of models that think only when asked the ``ask`` way (the rest think by default)."""
     efforts: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     """(model glob, body path, accepted values): an effort outside them is rejected."""
+    reasoning_models: tuple[str, ...] = ()
+    """Globs of models whose assistant messages may carry ``reasoning`` back although the
+    personality is strict (Groq's reasoning models); another model gets Groq's refusal."""
     qwen_modes: bool = False
     """DashScope's Qwen3 rules: ``enable_thinking: true`` only on a streamed call; thinking-only
     models take only ``true``; instruct-only models refuse the parameter."""
@@ -121,6 +124,9 @@ still needs reasoning on every tool turn, and OpenRouter passes DeepSeek's 400 t
 (LibreChat issue 13366, quoted in docs/emulators.md); Kimi and MiMo keep their rule the same way."""
 _ASKED = ("anthropic/*", "openai/gpt-5*", "google/gemini-3*")
 """Behind the OpenRouter-format gateways these think only when the request asks."""
+
+GROQ_REASONING = ("openai/gpt-oss*", "qwen/qwen3*", "deepseek-r1*", "*deepseek-r1*")
+"""Groq's reasoning models (console.groq.com/docs/reasoning)."""
 
 FACTS: dict[str, Facts] = {
     # --- OpenRouter-format gateways: reasoning + signed reasoning_details ------------------
@@ -187,7 +193,8 @@ FACTS: dict[str, Facts] = {
                      top_extra=frozenset({"prompt_mode", "safe_prompt", "random_seed"}),
                      notes="returns plain content, no reasoning key (thinking chunks not emulated)"),
     "groq": Facts((R,), frozenset(), ("qwen/qwen3-32b", "openai/gpt-oss-120b"), strict=True, errors="groq",
-                  top_extra=_GROQ_TOP),
+                  top_extra=_GROQ_TOP, reasoning_models=GROQ_REASONING,
+                  notes="reasoning models take `reasoning` back (vercel/ai #8057, #7860); others refuse it"),
     "cerebras": Facts((R,), frozenset({R}), ("gpt-oss-120b", "zai-glm-4.7"), strict=True, errors="cerebras",
                       top_extra=_GROQ_TOP | {"disable_reasoning"},
                       notes="takes `reasoning` back on assistant messages, refuses `reasoning_content` (real body "

@@ -39,7 +39,7 @@ Verify = Callable[[str, str], bool]
 """(text, signature) → valid for this personality and model."""
 
 
-def _unknown(facts: Facts, name: str, body: Mapping[str, Any], body_len: int,
+def _unknown(facts: Facts, name: str, model: str, body: Mapping[str, Any], body_len: int,
              reject: frozenset[str]) -> Verdict:
     """Unknown or drift-rejected keys at the top level, on assistant messages and their tool calls."""
     def err(path: Sequence[str | int], key: str, value: Any, accepted: Sequence[str]) -> Verdict:
@@ -51,6 +51,14 @@ def _unknown(facts: Facts, name: str, body: Mapping[str, Any], body_len: int,
         if key in reject or (facts.strict and key not in top_ok):
             return err((), key, body[key], sorted(top_ok))
     accepted = BASE_ASSISTANT_KEYS | facts.accepts
+    if facts.reasoning_models:
+        if any(fnmatchcase(model.lower(), g) for g in facts.reasoning_models):
+            accepted = accepted | {R}
+        else:
+            for i, msg in enumerate(body.get("messages") or []):
+                if isinstance(msg, Mapping) and msg.get("role") == "assistant" and R in msg:
+                    return 400, {"error": {"message": f"messages[{i}].reasoning: reasoning is not supported with "
+                                                      "this model", "type": "invalid_request_error"}}
     for i, msg in enumerate(body.get("messages") or []):
         if not isinstance(msg, Mapping) or msg.get("role") != "assistant":
             continue
@@ -201,7 +209,7 @@ def validate(facts: Facts, name: str, model: str, body: Mapping[str, Any], *, bo
     """The first rejection this personality would give ``body``, or ``None`` to accept it."""
     if not isinstance(body.get("messages"), list) or not body.get("messages") or not model:
         return 400, error_body(facts.errors, "messages and model are required")
-    return (_unknown(facts, name, body, body_len, reject) or _tool_ids(facts, body) or _efforts(facts, model, body)
+    return (_unknown(facts, name, model, body, body_len, reject) or _tool_ids(facts, body) or _efforts(facts, model, body)
             or (_qwen_modes(model, body) if facts.qwen_modes else None) or _must_echo(facts, body) or _echo_upstream(facts, model, body)
             or (_signatures(facts, name, model, body, verify) if facts.signs else None))
 
