@@ -177,3 +177,21 @@ def test_claude_code_continues_through_another_proxy_with_an_empty_memory(claude
                          and _tool_turns(q))
     restored = _tool_turns(first_request)[0]
     assert restored["reasoning_content"] == sent_first[0]["reasoning_content"] != PAD
+
+
+def test_claude_code_on_anthropic_itself_keeps_its_signatures(claude: Path, emulator: Any, tmp_path: Path) -> None:
+    """The ``anthropic`` route relays as it is: Anthropic's own signatures go back untouched (the
+    emulator verifies them and refuses any other)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("the first word is marmalade\n")
+    model = "claude-sonnet-4-5"
+    with running_proxy(emulator, anthropic=emulator.url("anthropic")) as px:
+        before = len(emulator.requests("anthropic"))
+        r = _run(claude, px.url("anthropic"), work, f'#call=Read{{"file_path": "{work / "a.txt"}"}} read it', model)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+    assert f"Done ({model}): 1 scripted tool call(s) made." in json.loads(r.stdout)["result"]
+    sent = [q for q in emulator.requests("anthropic")[before:] if q["path"].endswith("/v1/messages")]
+    sigs = [b["signature"] for q in sent for m in q["body"]["messages"] if m["role"] == "assistant"
+            and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "thinking"]
+    assert sigs and not any(s.startswith("hseal1") for s in sigs)

@@ -46,8 +46,8 @@ def _client(base: str) -> anthropic.Anthropic:
 
 
 def _step(client: anthropic.Anthropic, model: str, messages: list[dict[str, Any]], stream: bool) -> Any:
-    kw: dict[str, Any] = {"model": model, "max_tokens": 1024, "messages": messages, "tools": TOOLS,
-                          "system": "You are terse.", "thinking": {"type": "enabled", "budget_tokens": 512}}
+    kw: dict[str, Any] = {"model": model, "max_tokens": 2048, "messages": messages, "tools": TOOLS,
+                          "system": "You are terse.", "thinking": {"type": "enabled", "budget_tokens": 1024}}
     if not stream:
         return client.messages.create(**kw)
     with client.messages.stream(**kw) as s:
@@ -178,3 +178,23 @@ def test_count_tokens(proxy: Any) -> None:
 
     small, big = count(50), count(500)
     assert 50 < small < 400 and 5 * small < big < 12 * small
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_anthropic_itself_is_relayed_with_its_signatures_untouched(emulator: Any, stream: bool) -> None:
+    """The ``anthropic`` route: the Messages door relays to Anthropic as it is, so the real
+    signatures go back byte for byte (the emulator verifies them, as Anthropic does)."""
+    with running_proxy(emulator, anthropic=emulator.url("anthropic")) as px:
+        before = len(emulator.requests("anthropic"))
+        _, thoughts = _loop(_client(px.url("anthropic")), "claude-sonnet-4-5", stream, QUESTIONS[:1])
+    sent = emulator.requests("anthropic")[before:]
+    assert len(sent) == 3 and thoughts
+    sigs = [b["signature"] for m in sent[-1]["body"]["messages"] if m["role"] == "assistant"
+            for b in m["content"] if b["type"] == "thinking"]
+    assert sigs and not any(s.startswith("hseal1") for s in sigs)
+
+
+def test_vertex_is_refused_in_anthropics_shape(proxy: Any) -> None:
+    r = httpx.post(proxy.url("anthropic-vertex") + "/v1/messages", headers={"x-api-key": "k"},
+                   json={"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []})
+    assert r.status_code == 400 and r.json()["type"] == "error" and "anthropic wire" in r.text

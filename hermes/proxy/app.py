@@ -142,7 +142,7 @@ class Proxy:
         self.ledger = ledger
         self.options = options
         self.client = Upstream(options.timeout_s)
-        self._rows: dict[str, tuple[Row, str]] = {}
+        self._rows: dict[tuple[str, bool], tuple[Row, str]] = {}
         self.pending: dict[tuple[str, str], Message] = {}
         """(tenant, key) → turns recorded but not yet written to ``memory``."""
         self.writes: set[asyncio.Task[None]] = set()
@@ -162,11 +162,12 @@ class Proxy:
         return self.options.sealer
 
     # --- routing ------------------------------------------------------------------------
-    def row(self, name: str) -> tuple[Row, str]:
-        """(table row, upstream base URL) for the first path segment; ApiError if none."""
-        hit = self._rows.get(name)
+    def row(self, name: str, *, anthropic: bool = False) -> tuple[Row, str]:
+        """(table row, upstream base URL) for the first path segment; ApiError if none.
+        ``anthropic``: the Messages door, which also relays to Anthropic-wire routes."""
+        hit = self._rows.get((name, anthropic))
         if hit is None:
-            hit = self._rows[name] = route_row(name, self.options)
+            hit = self._rows[(name, anthropic)] = route_row(name, self.options, anthropic=anthropic)
         return hit
 
     def headers(self, request: Request, row: Row) -> dict[str, str]:
@@ -454,8 +455,10 @@ class Proxy:
         return target, rw
 
 
-def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
-    """(table row, upstream base URL) a path's first segment names; ApiError if none."""
+def route_row(name: str, options: ProxyOptions, *, anthropic: bool = False) -> tuple[Row, str]:
+    """(table row, upstream base URL) a path's first segment names; ApiError if none.
+    ``anthropic``: Anthropic-wire rows with Anthropic's own URL shape (not Vertex's) are served
+    too: the Messages door relays to them as they are."""
     try:
         # the row by name or alias (a placeholder URL: a row without a default one is fine here)
         row = resolve(name, "http://upstream.invalid", "-", table=options.table).route
@@ -463,7 +466,7 @@ def route_row(name: str, options: ProxyOptions) -> tuple[Row, str]:
         raise ApiError(404, "unknown_route", f"{e} — the proxy serves /<route>/..., "
                                                "one per row of `hermes routes`") from None
     upstream = options.upstreams.get(row.key) or row.base_url
-    if row.wire != "openai_chat":
+    if row.wire != "openai_chat" and not (anthropic and row.wire == "anthropic" and not row.variant):
         raise ApiError(400, "unsupported_route", f"route {row.key!r} speaks the {row.wire} wire; "
                          "the proxy serves OpenAI chat-completions routes")
     if not upstream:
@@ -598,7 +601,7 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
     async def forward(request: Request) -> Response:
         door = messages_door(request.method, request.path_params["rest"])
         try:
-            row, upstream = proxy.row(request.path_params["route"])
+            row, upstream = proxy.row(request.path_params["route"], anthropic=door is not None)
             rest = request.path_params["rest"]
             if _DOTS.search(request.scope.get("raw_path", b"").decode("latin-1")) or _DOTS.search(rest):
                 raise ApiError(400, "invalid_request", "a path with '.' or '..' segments would leave the "
@@ -612,6 +615,8 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
                     raise ApiError(400, "wrong_door", f"the Messages door of route {row.key!r} is POST "
                                    f"/{row.key}/v1/messages (an Anthropic client's base URL is /{row.key}, "
                                    "without /v1)")
+                if row.wire == "anthropic":  # Anthropic itself: its signatures pass through untouched
+                    return await proxy.relay("POST", url, proxy.headers(request, row), await _read(request, proxy.options))
                 serve = anthropic_app.count_tokens if door == "count_tokens" else anthropic_app.messages
                 return await serve(proxy, request, row, upstream)
             if request.method == "POST" and rest.rstrip("/").endswith("chat/completions"):
