@@ -1,7 +1,7 @@
 """Claude Code, unmodified and headless (``claude -p``), through the Anthropic door on DeepSeek.
 
-The client is installed from the npm registry by this test (``@anthropic-ai/claude-code``, into
-``$HERMES_TEST_CLIENTS`` or ``~/.cache/hermes-test-clients``) and run with ``ANTHROPIC_BASE_URL``
+The client is installed from the npm registry by this test (``@anthropic-ai/claude-code``, with
+``tests/_npm.py``) and run with ``ANTHROPIC_BASE_URL``
 pointing at ``hermes proxy``'s ``/deepseek`` route, which forwards to the DeepSeek emulator. The
 scripted model reads two files with Claude Code's own ``Read`` tool, then answers: every request
 must be accepted, and each tool-call turn must carry back the reasoning DeepSeek returned for it
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _npm import _unavailable, npm_client
 from _proxy import running_proxy
 
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD
@@ -30,17 +30,10 @@ VERSION = "2.1.197"
 MODEL = "deepseek-v4-pro"
 
 
-def _skip(why: str) -> None:
-    if os.environ.get("HERMES_REAL_CLIENTS_REQUIRED") == "1":
-        pytest.fail(why)
-    pytest.skip(why)
-
-
 def _install() -> Path:
-    """The ``claude`` binary, installed once per cache directory."""
-    root = Path(os.environ.get("HERMES_TEST_CLIENTS") or Path.home() / ".cache" / "hermes-test-clients")
-    prefix = root / f"claude-code-{VERSION}"
-    exe = prefix / "node_modules" / ".bin" / "claude"
+    """The ``claude`` binary. npm may hold back the package's postinstall (which fetches the
+    native binary), so it is run here when ``claude --version`` does not work yet."""
+    exe = npm_client("@anthropic-ai/claude-code", VERSION, "claude")
 
     def works() -> bool:
         try:
@@ -48,20 +41,11 @@ def _install() -> Path:
         except (OSError, subprocess.TimeoutExpired):
             return False
 
-    if exe.exists() and works():
-        return exe
-    if shutil.which("npm") is None:
-        _skip("npm is not installed")
-    prefix.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
-                        f"@anthropic-ai/claude-code@{VERSION}"], capture_output=True, text=True, timeout=900)
-    if r.returncode != 0:
-        _skip(f"npm install failed: {r.stderr[-500:]}")
-    if not works():  # npm may hold back the package's postinstall (it fetches the native binary)
-        subprocess.run(["node", "install.cjs"], cwd=prefix / "node_modules" / "@anthropic-ai" / "claude-code",
-                       capture_output=True, timeout=600)
     if not works():
-        _skip("claude-code installed but `claude --version` fails")
+        pkg = exe.parent.parent / "@anthropic-ai" / "claude-code"
+        subprocess.run(["node", "install.cjs"], cwd=pkg, capture_output=True, timeout=600, check=False)
+    if not works():
+        _unavailable("claude-code is installed but `claude --version` fails (its postinstall fetches a binary)")
     return exe
 
 
