@@ -115,7 +115,7 @@ def _assemble(stream: bytes) -> dict[str, Any]:
     return msg
 
 
-def _back(answer: dict[str, Any], *, tenant: str = TENANT) -> tuple[dict[str, Any], dict[str, Message], int]:
+def _back(answer: dict[str, Any], *, tenant: str = TENANT) -> tuple[dict[str, Any], dict[int, Message], int]:
     """The client's next request carrying ``answer`` back, through the door."""
     req = {"model": "deepseek-v4-pro", "max_tokens": 100, "messages": [
         {"role": "user", "content": "go"}, {"role": "assistant", "content": answer["content"]},
@@ -127,8 +127,8 @@ def _back(answer: dict[str, Any], *, tenant: str = TENANT) -> tuple[dict[str, An
     return tr.body, extra, refused
 
 
-def _restored(body: dict[str, Any], extra: dict[str, Message]) -> dict[str, Any]:
-    rw = rewrite(body, DS, lambda keys: {k: extra[k] for k in keys if k in extra})
+def _restored(body: dict[str, Any], extra: dict[int, Message]) -> dict[str, Any]:
+    rw = rewrite(body, DS, lambda keys: {}, opened=extra)
     sent = rw.body if rw.body is not None else body
     return next(m for m in sent["messages"] if m["role"] == "assistant")
 

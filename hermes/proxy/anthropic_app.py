@@ -104,8 +104,7 @@ async def messages(proxy: Proxy, request: Request, row: Row, upstream: str) -> R
     sealed_for = tenant or ""  # a keyless client's envelopes: it carries only what it was given
     sealer = proxy.sealer
     chat = tr.body
-    extra, refused = open_turns(chat["messages"], tr.envelopes, sealer, tenant=sealed_for, route=row.key,
-                                think_tags=row.think_tags)
+    extra, refused = open_turns(chat["messages"], tr.envelopes, sealer, tenant=sealed_for, route=row.key)
     if refused or tr.dropped or tr.redacted:
         log_event("proxy_door", door="messages", route=row.key, tenant=sealed_for[:10] or "none",
                   opened=len(extra), refused=refused, redacted=tr.redacted, dropped=list(tr.dropped))
@@ -195,8 +194,7 @@ async def count_tokens(proxy: Proxy, request: Request, row: Row, upstream: str) 
     except DoorError as e:
         return anthropic_error(e.status, e.message, e.type)
     tenant = app._tenant(request, row)
-    extra, _ = open_turns(tr.body["messages"], tr.envelopes, proxy.sealer, tenant=tenant or "", route=row.key,
-                          think_tags=row.think_tags)
+    extra, _ = open_turns(tr.body["messages"], tr.envelopes, proxy.sealer, tenant=tenant or "", route=row.key)
     target, rw = proxy.prepare(tr.body, row, upstream, tenant, extra)
     sent = rw.body if rw.body is not None else tr.body
     text = orjson.dumps([sent["messages"], sent.get("tools") or []]).decode()

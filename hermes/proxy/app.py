@@ -228,11 +228,11 @@ class Proxy:
 
     async def exchange(self, url: str, headers: dict[str, str], row: Row, upstream: str, body: dict[str, Any],
                        raw: bytes, t0: float, tenant: str | None,
-                       extra: Mapping[str, Message] | None = None) -> Exchange:
+                       extra: Mapping[int, Message] | None = None) -> Exchange:
         """One chat request through the one pipeline every door shares: ``rewrite`` (restore,
         pad, strip, switches, tool-id rule, learned rejections), upstream, and — on an
         unknown-field 4xx — learn and retry once. ``extra``: turns a front door opened from its
-        client's envelopes, recalled before the memory. The answer's head is in; its body is
+        client's envelopes, by index in ``body["messages"]`` (they win over the memory). The answer's head is in; its body is
         not read unless it was refused (``Exchange.refused``, already logged)."""
         target, rw = self.prepare(body, row, upstream, tenant, extra)
         for k, v in endpoint(target)[1].items():
@@ -273,7 +273,7 @@ class Proxy:
         tenant = _tenant(request, row)
         sealed_for = tenant or ""  # a keyless client's envelopes: it carries only what it was given
         extra, refused = open_turns(door.body["messages"], door.envelopes, self.sealer, tenant=sealed_for,
-                                    route=row.key, think_tags=row.think_tags)
+                                    route=row.key)
         if refused:
             log_event("proxy_envelope", route=row.key, tenant=sealed_for[:10] or "none", refused=refused)
         url = f"{upstream}/chat/completions"
@@ -440,14 +440,10 @@ class Proxy:
         return hit[1]
 
     def prepare(self, body: dict[str, Any], row: Row, upstream: str, tenant: str | None,
-                extra: Mapping[str, Message] | None = None) -> tuple[Resolved, Rewrite]:
+                extra: Mapping[int, Message] | None = None) -> tuple[Resolved, Rewrite]:
         """The rewrite, with the route's value lessons applied to the body it sends."""
         target = self.target(row, upstream, str(body["model"]))
-        recall = self.recall if not extra else partial(_first, extra, self.recall)
-        if extra and not tenant:  # a keyless client: its envelopes only, never the memory
-            rw = rewrite(body, target, partial(_first, extra, _none, ""), self.learned(target))
-        else:
-            rw = prepare(body, target, tenant, recall, self.learned(target))
+        rw = prepare(body, target, tenant, self.recall, self.learned(target), extra or {})
         if rules := self.values(target):
             sent = rw.body if rw.body is not None else body
             if (fixed := apply_values(sent, rules)) is not sent:
@@ -479,10 +475,12 @@ Recall = Callable[[str, Sequence[str]], dict[str, Message]]
 """(tenant, keys) → the recorded turns among keys: ``ReasoningMemory.recall`` or the proxy's."""
 
 
-def prepare(body: dict[str, Any], target: Resolved, tenant: str | None, recall: Recall, learned: Learned) -> Rewrite:
+def prepare(body: dict[str, Any], target: Resolved, tenant: str | None, recall: Recall, learned: Learned,
+            opened: Mapping[int, Message] | None = None) -> Rewrite:
     """The rewrite of one chat request for ``tenant`` (``tenant_of``; None: no credential, so
-    nothing is recalled): what the proxy and ``--dry-run`` share."""
-    return rewrite(body, target, partial(recall, tenant) if tenant else _nothing, learned)
+    nothing is recalled): what the proxy and ``--dry-run`` share. ``opened``: turns a front
+    door restored from its client's envelopes, by message index (they win over the memory)."""
+    return rewrite(body, target, partial(recall, tenant) if tenant else _nothing, learned, opened or {})
 
 
 def _nothing(keys: Sequence[str]) -> dict[str, Message]:
@@ -500,19 +498,6 @@ def _stream_error(message: str) -> bytes:
     end whatever event the relayed bytes were in the middle of."""
     return b"\n\ndata: " + orjson.dumps({"error": {"message": message, "type": "api_error", "param": None,
                                                  "code": "upstream_too_large"}}) + b"\n\n"
-
-
-def _none(tenant: str, keys: Sequence[str]) -> dict[str, Message]:
-    return {}
-
-
-def _first(extra: Mapping[str, Message], recall: Recall, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
-    """``recall`` for the keys ``extra`` (what a door opened from its client's envelopes) lacks."""
-    out = {k: extra[k] for k in keys if k in extra}
-    rest = [k for k in keys if k not in out]
-    if rest:
-        out.update(recall(tenant, rest))
-    return out
 
 
 def _tenant(request: Request, row: Row) -> str | None:

@@ -6,8 +6,8 @@ memory as a chat client's request. Its client cannot carry ``reasoning_content``
 ``reasoning_details``, but it does carry back its own opaque field (a reasoning item's
 ``encrypted_content``, a thinking block's ``signature``). So the door puts there an **envelope**
 (``seal``) holding the turn's reasoning parts exactly as the route returned them, and on the
-next request opens it and hands the turn to the rewrite as recognised (``Proxy.exchange``'s
-``extra``): restored byte for byte by the route's own rules, with no memory needed.
+next request opens it and hands the turn to the rewrite as recognised, by the index of its
+message (``Proxy.exchange``'s ``extra``): restored byte for byte by the route's own rules, with no memory needed.
 
 An envelope that does not open (altered, another tenant's or deployment's, expired) restores
 nothing: the turn goes as unrecognised, and the route's fallback (the must-echo pad) applies.
@@ -22,7 +22,6 @@ import orjson
 
 from ..errors import HermesError
 from ..messages import Message, Part, Reasoning, Text, ToolCall, part_from_dict, part_to_dict
-from .memory import turn_keys
 from .seal import Sealer
 
 __all__ = ["ENVELOPE_VERSION", "open_turns", "seal_turn", "visible_parts"]
@@ -71,15 +70,14 @@ def visible_parts(msg: Mapping[str, Any]) -> tuple[Part, ...]:
 
 
 def open_turns(messages: Sequence[Mapping[str, Any]], envelopes: Mapping[int, Sequence[str]], sealer: Sealer, *,
-               tenant: str, route: str, think_tags: bool = False) -> tuple[dict[str, Message], int]:
-    """(recognition key → restored turn, envelopes that did not open) for the chat
-    ``messages`` a door built, ``envelopes`` by the index of the assistant message they came
-    with. Of a turn's envelopes the last that opens wins (each carries all its turn held when
-    it was sealed). The key is the rewrite's own (``turn_keys``), so the turn restores onto
-    exactly the message it was built for."""
-    out: dict[str, Message] = {}
+               tenant: str, route: str) -> tuple[dict[int, Message], int]:
+    """(index of an assistant message → its restored turn, envelopes that did not open) for
+    the chat ``messages`` a door built, ``envelopes`` by the index of the assistant message
+    they came with. Of a turn's envelopes the last that opens wins (each carries all its turn
+    held when it was sealed). By index, not by what the turn shows: two turns that both said
+    "Done." each get their own reasoning back."""
+    out: dict[int, Message] = {}
     refused = 0
-    keys = turn_keys(messages, think_tags=think_tags)[0] if envelopes else {}
     for i, envs in envelopes.items():
         parts: tuple[Reasoning, ...] | None = None
         for env in envs:
@@ -88,7 +86,6 @@ def open_turns(messages: Sequence[Mapping[str, Any]], envelopes: Mapping[int, Se
                 refused += 1
             else:
                 parts = got
-        key = keys.get(i) if parts else None
-        if parts and key:
-            out[key] = Message("assistant", (*parts, *visible_parts(messages[i])))
+        if parts:
+            out[i] = Message("assistant", (*parts, *visible_parts(messages[i])))
     return out, refused

@@ -47,6 +47,7 @@ _FN_KEYS = ("thought_signature",)
 _ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
 
 Recall = Callable[[Sequence[str]], Mapping[str, Message]]
+_OPENED: Mapping[int, Message] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +122,18 @@ def _without_reasoning(msg: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: Learned = Learned()) -> Rewrite:
-    """The request ``body`` put right for ``target`` (see the module docstring)."""
+def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: Learned = Learned(),
+            opened: Mapping[int, Message] = _OPENED) -> Rewrite:
+    """The request ``body`` put right for ``target`` (see the module docstring). ``opened``:
+    assistant turns already known by their index in ``messages`` (a front door's envelopes),
+    recognised without asking ``recall``."""
     msgs = body.get("messages")
     if not isinstance(msgs, list):
         return Rewrite(None, [], None)
     think = target.route.think_tags
     keys, conversation = turn_keys(msgs, think_tags=think)
-    recalled = recall(list(dict.fromkeys(keys.values()))) if keys else {}
+    asked = [k for i, k in keys.items() if i not in opened]
+    recalled = recall(list(dict.fromkeys(asked))) if asked else {}
     history: list[Message] = []
     decoded: dict[int, bool] = {}
     for i, m in enumerate(msgs):
@@ -136,7 +141,7 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
         if role != "assistant":
             history.append(Message(role, ()))  # type: ignore[arg-type]
             continue
-        known = recalled.get(keys.get(i, ""))
+        known = opened.get(i) or recalled.get(keys.get(i, ""))
         neutral = known if known is not None else decode_message(m, target)
         if neutral is None:
             history.append(Message("assistant", ()))
