@@ -26,21 +26,13 @@ DEFAULT_ROOT = "http://127.0.0.1:8765"
 EMULATOR_KEY = "sk-emulator"
 """The key an emulated request carries unless ``--api-key`` gives another."""
 
-BASE_PATHS = {
-    "anthropic": "", "anthropic-foundry": "/anthropic", "anthropic-vertex": "/v1/projects/test/locations/global",
-    "bedrock": "", "gemini": "/v1beta", "gemini-vertex": "/v1/projects/test/locations/global",
-}
-"""Each personality's path under ``/NAME`` when it is not ``/v1`` (``hermes.emulate``'s registry)."""
-_FOR_WIRE = {"openai_chat": "generic", "openai_responses": "openai-responses", "anthropic": "anthropic",
-             "gemini": "gemini", "bedrock": "bedrock"}
-"""The personality that serves a route the emulator has none for (a row of routes.toml)."""
-_PERSONALITIES_WITH_ROUTES = frozenset((
-    "mistral", "groq", "cerebras", "sambanova", "hunyuan", "deepseek", "kimi", "mimo", "openrouter", "kilo",
-    "vercel", "nous", "novita", "minimax", "tencent", "glm", "dashscope", "fireworks", "xai", "openai", "copilot",
-    "gemini-openai", "ollama-cloud", "upstage", "ollama", "vllm", "llamacpp", "lmstudio", "sglang", "local",
-    "anthropic", "anthropic-vertex", "anthropic-foundry", "bedrock", "gemini", "gemini-vertex",
-    "openai-responses", "xai-responses", "generic"))
-"""The personalities ``hermes emulate`` serves (held equal to its registry by a test)."""
+def _base_paths() -> dict[str, str]:
+    """Each personality ``hermes emulate`` serves, with its path under ``/NAME`` (its registry:
+    imported only when emulating)."""
+    from .emulate import PERSONALITIES, load_all
+
+    load_all()
+    return {name: p.base_path for name, p in PERSONALITIES.items()}
 
 
 def emulator_root(value: str | None = None) -> str | None:
@@ -59,13 +51,19 @@ def emulator_root(value: str | None = None) -> str | None:
 
 
 def personality(route: Route) -> str:
-    """The emulator personality that plays ``route``."""
-    return route.key if route.key in _PERSONALITIES_WITH_ROUTES else _FOR_WIRE.get(route.wire, "generic")
+    """The emulator personality that plays ``route``: its own, else (a routes.toml row) the last
+    built-in row's of its wire — for chat completions the lenient ``generic`` one."""
+    from .routes import ROUTES
+
+    names = _base_paths()
+    if route.key in names:
+        return route.key
+    return next((r.key for r in reversed(ROUTES) if r.wire == route.wire and r.key in names), route.key)
 
 
 def emulated_url(root: str, route: Route) -> str:
     name = personality(route)
-    return f"{root}/{name}{BASE_PATHS.get(name, '/v1')}"
+    return f"{root}/{name}{_base_paths().get(name, '/v1')}"
 
 
 def emulated(resolved: Resolved, root: str) -> Resolved:

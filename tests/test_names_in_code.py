@@ -45,6 +45,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("resolve.py", "vertex"): "a row's `variant` value (the endpoint shape)",
     ("resolve.py", "openai"): "a word too common in row names to tell look-alikes apart",
     ("keys.py", "aws"): AUTH,
+    ("runtime.py", "aws"): AUTH,
     ("provider.py", "aws"): AUTH,
     ("cli/_common.py", "aws"): AUTH,
     ("cli/_common.py", "bedrock"): MESSAGE,
