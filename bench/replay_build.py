@@ -41,7 +41,8 @@ from hermes.replay import BuildMemo, Learned, Settings, context, plan_replay
 from hermes.resolve import Resolved, resolve
 from hermes.store import Store
 
-ROUTES = [("openrouter", "anthropic/claude-sonnet-4.5"), ("deepseek", "deepseek-v4"), ("anthropic", "claude-opus-5")]
+ROUTES = [("openrouter", "anthropic/claude-sonnet-4.5"), ("deepseek", "deepseek-v4"), ("anthropic", "claude-opus-5"),
+          ("mistral", "mistral-medium-latest")]
 SETTINGS = Settings()
 
 

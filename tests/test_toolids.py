@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.messages import Message, ToolCall, ToolResult, dumps
-from hermes.replay import plan_replay
+from hermes.replay import BuildMemo, ReplayPlan, plan_replay
 from hermes.resolve import resolve
-from hermes.toolids import id_map, valid, wire_id
+from hermes.toolids import base62, base62_prefix, extend_id_map, id_map, valid, wire_id
 
 RULES = ("mistral", "anthropic")
 _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -78,3 +78,49 @@ def test_a_clash_with_an_id_sent_unchanged_is_stepped_around() -> None:
         mapping = id_map(rule, [taken, "functions.ls:0"])
         assert mapping["functions.ls:0"] not in (taken, "functions.ls:0")
         assert mapping["functions.ls:0"] == wire_id(rule, "functions.ls:0", 1) and valid(rule, mapping["functions.ls:0"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.one_of(st.binary(max_size=40), st.builds(lambda k: b"\0" * k + b"\1", st.integers(0, 40))),
+       width=st.integers(1, 12))
+def test_the_digit_prefix_is_the_full_numbers_prefix(data: bytes, width: int) -> None:
+    assert base62_prefix(data, width) == base62(data)[:width]
+
+
+def test_wire_ids_are_the_ones_earlier_releases_sent() -> None:
+    """A session continued after an upgrade keeps its earlier turns' wire ids."""
+    assert [wire_id("mistral", "call_abc123"), wire_id("mistral", "functions.read_file:0", 1),
+            wire_id("anthropic", "functions.read_file:0"), wire_id("anthropic", "..")] == [
+        "3XRTHCyRQ", "v1XlJtYBD", "functions_read_file_0_b1WRx9X4", "cSBNyBsT"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(rule=st.sampled_from(RULES), ids=st.lists(_id, max_size=20), more=st.lists(_id, max_size=10))
+def test_growing_a_mapping_gives_the_whole_historys_mapping(rule: str, ids: list[str], more: list[str]) -> None:
+    state = extend_id_map(rule, {}, set(), ids)
+    assert state is not None and state[0] == id_map(rule, ids)
+    grown = extend_id_map(rule, *state, more)
+    assert grown is not None and grown[0] == id_map(rule, ids + more)
+
+
+def test_a_later_id_equal_to_an_earlier_mapping_maps_the_history_again() -> None:
+    """A Mistral-shaped id arriving later that equals the wire id chosen for an earlier one: the
+    earlier one steps around it, as if the whole history had been mapped at once."""
+    chosen = wire_id("mistral", "call_1")
+    state = extend_id_map("mistral", {}, set(), ["call_1"])
+    assert state is not None and state[0] == {"call_1": chosen}
+    assert extend_id_map("mistral", *state, [chosen]) is None
+    assert id_map("mistral", ["call_1", chosen]) == {"call_1": wire_id("mistral", "call_1", 1)}
+    calls = [Message("assistant", (ToolCall(i, "read_file", "{}"),)) for i in ("call_1", chosen)]
+    history = [Message.user("q"), calls[0], Message("tool", (ToolResult("call_1", "a"),)),
+               calls[1], Message("tool", (ToolResult(chosen, "b"),))]
+    target = resolve("mistral", None, "mistral-medium-latest")
+    memo = BuildMemo()
+    plan_replay(history[:3], target, cache=memo)  # the first request maps call_1 to `chosen`
+    def sent_ids(plan: ReplayPlan) -> list[str]:
+        return [p.id if isinstance(p, ToolCall) else p.call_id for pm in plan.messages for p in pm.parts
+                if isinstance(p, ToolCall | ToolResult)]
+
+    with_memo = sent_ids(plan_replay(history, target, cache=memo))
+    assert with_memo == sent_ids(plan_replay(history, target))
+    assert with_memo == [wire_id("mistral", "call_1", 1)] * 2 + [chosen] * 2

@@ -147,7 +147,7 @@ class BuildMemo:
     ``last_*`` attributes are the request-wide scans of the previous request, each with the
     digests (or plan keys) of what it covered; a new request reuses the part that agrees."""
 
-    __slots__ = ("_contexts", "costs", "last_ids", "last_plan", "last_render", "last_structure",
+    __slots__ = ("_contexts", "costs", "last_ids", "last_plan", "last_remap", "last_render", "last_structure",
                  "last_window", "plans", "renders", "restored", "runs", "summaries")
 
     def __init__(self) -> None:
@@ -170,8 +170,10 @@ class BuildMemo:
         self.last_plan: tuple[tuple[bytes, int, int], list[bytes], int, list[PlannedMessage]] | None = None
         """((context, window start, first planned offset), digests of the window, loop start,
         planned) of the previous plan."""
-        self.last_ids: tuple[str, list[bytes], list[str], bool] | None = None
-        """(id rule, digests, their tool-call ids, all valid) of the previous request."""
+        self.last_ids: tuple[str, list[bytes], dict[str, str], set[str]] | None = None
+        """(id rule, digests, id mapping, the wire ids it took) of the previous request."""
+        self.last_remap: tuple[dict[str, str], list[PlannedMessage], list[PlannedMessage]] | None = None
+        """(id mapping, planned messages in, remapped out) of the previous request with a mapping."""
         self.last_structure: tuple[tuple[str, str | None], list[Key | None], list[PlannedMessage],
                                    list[tuple[str | None, int]]] | None = None
         """((wire, side before), plan keys in, marked out, state before each) of the previous

@@ -13,7 +13,7 @@ from ..history import latest_checkpoint, open_loop_start, window
 from ..messages import Message, Part, Reasoning, ToolCall, ToolResult
 from ..resolve import Resolved
 from ..routes import at_path, deep_merge
-from ..toolids import id_map, valid
+from ..toolids import extend_id_map, id_map, valid
 from .blocks import plan_blocks
 from .chat import plan_chat
 from .gemini import plan_gemini
@@ -60,7 +60,7 @@ def plan_replay(
     if route.tool_ids != "any" and not kept:  # with kept runs every id is one the route takes
         mapping = _request_id_map(msgs, route.tool_ids, cache)
         if mapping:
-            planned = [_remap_ids(pm, mapping, cache) for pm in planned]
+            planned = _remap_all(planned, mapping, cache)
     notes: list[str] = []
     thinking = settings.thinking
     # a model that cannot stop thinking keeps its thinking blocks: "off" asks it for the least
@@ -169,20 +169,40 @@ def _tool_ids(msgs: Sequence[Message]) -> list[str]:
 
 
 def _request_id_map(msgs: Sequence[Message], rule: str, cache: BuildMemo | None) -> dict[str, str]:
-    """original → wire id for the ids of this request that ``rule`` refuses (usually none)."""
+    """original → wire id for the ids of this request that ``rule`` refuses (usually none);
+    with ``cache``, the previous request's mapping grown by the ids after what it covered."""
     if cache is None:
         ids = _tool_ids(msgs)
         return {} if all(valid(rule, i) for i in ids) else id_map(rule, ids)
     ds = digests(msgs)
     prev = cache.last_ids
+    grown = None
     if prev is not None and prev[0] == rule and shared_prefix(prev[1], ds) == len(prev[1]):
-        fresh = _tool_ids(msgs[len(prev[1]):])
-        ids, all_valid = prev[2] + fresh, prev[3] and all(valid(rule, i) for i in fresh)
-    else:
-        ids = _tool_ids(msgs)
-        all_valid = all(valid(rule, i) for i in ids)
-    cache.last_ids = (rule, ds, ids, all_valid)
-    return {} if all_valid else id_map(rule, ids)
+        grown = extend_id_map(rule, prev[2], prev[3], _tool_ids(msgs[len(prev[1]):]))
+    if grown is None:
+        grown = extend_id_map(rule, {}, set(), _tool_ids(msgs))
+        assert grown is not None  # nothing mapped before: nothing to clash with
+    cache.last_ids = (rule, ds, *grown)
+    return grown[0]
+
+
+def _remap_all(planned: list[PlannedMessage], mapping: dict[str, str],
+               cache: BuildMemo | None) -> list[PlannedMessage]:
+    """Every planned message with the request's id mapping applied. The previous request's
+    results stand for the leading messages it shared with this one (the same planned objects),
+    when every id it mapped still maps the same: an id's mapping depends on other ids only
+    through a clash."""
+    if cache is None:
+        return [_remap_ids(pm, mapping, None) for pm in planned]
+    same = 0
+    prev = cache.last_remap
+    if prev is not None and all(mapping.get(k) == v for k, v in prev[0].items()):
+        n = min(len(prev[1]), len(planned))
+        same = next((i for i, (a, b) in enumerate(zip(prev[1][:n], planned[:n], strict=True)) if a is not b), n)
+    out = prev[2][:same] if prev is not None else []
+    out += [_remap_ids(pm, mapping, cache) for pm in planned[same:]]
+    cache.last_remap = (mapping, planned, out)
+    return out
 
 
 def _remap_ids(pm: PlannedMessage, mapping: Mapping[str, str], cache: BuildMemo | None) -> PlannedMessage:
