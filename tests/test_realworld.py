@@ -105,9 +105,6 @@ DIFFERENCES: Mapping[str, str] = {
     "openrouter/OpenRouterCommon_grok_multi_tool_streaming": _OR_GROK,
     "openrouter/OpenRouterCommon_grok_tool": _OR_GROK,
     "openrouter/OpenRouterCommon_grok_tool_streaming": _OR_GROK,
-    "cerebras/cerebras_thinking_part_survives_multiturn": (
-        "Cerebras' row is strict, so no reasoning goes back; the client sent `reasoning` on an earlier "
-        "turn (accepted). gpt-oss drops earlier turns' reasoning by its own format rules"),
     "cerebras/cerebras_zai_reasoning_replayed_as_think_tags": (
         "the client re-wrapped an earlier turn's reasoning as <think> text in content; Hermes never moves "
         "reasoning into visible content (it would be read as the model's words on every later route)"),
