@@ -140,6 +140,17 @@ async def run(url: str, body: bytes, n: int, clients: int, stream: bool) -> tupl
         return out, time.perf_counter() - t0
 
 
+async def proxy_cpu(url: str, body: bytes, n: int, stream: bool, cpu: Any) -> float:
+    """The proxy's CPU seconds per request for ``n`` requests of ``body`` to ``url``, one client."""
+    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    async with httpx.AsyncClient(headers=headers, timeout=60) as client:
+        await one(client, url, body, stream)
+        c0 = cpu()
+        for _ in range(n):
+            await one(client, url, body, stream)
+        return (cpu() - c0) / n
+
+
 def cpu_s(pid: int) -> float:
     """CPU seconds (user + system) process ``pid`` has used (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -207,6 +218,7 @@ def main() -> None:
             assert sum(1 for m in forwarded["messages"] if m.get("reasoning_content")) == 6, "all six restored"
             rows = []
             doors: list[tuple[str, dict[str, Any]]] = []
+            cpus: dict[str, tuple[float, float]] = {}
             cpu = partial(cpu_s, px.pid)
             if a.realistic:
                 httpx.post(emu_url.split("/deepseek")[0] + "/_control/deepseek",
@@ -232,8 +244,11 @@ def main() -> None:
                 extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
                 chat = (f"{proxy_url}/chat/completions", orjson.dumps({**client_body, **extra}))
                 door = (f"{proxy_url}/v1/messages", orjson.dumps({**door_body, **({"stream": True} if stream else {})}))
-                doors.append(("messages ttfb" if stream else "messages json", measure(chat, door, a.requests, 1,
-                                                                                      stream, cpu)))
+                name = "messages ttfb" if stream else "messages json"
+                doors.append((name, measure(chat, door, a.requests, 1, stream, cpu)))
+                # the proxy's CPU per request through each door alone (the alternating run's is both)
+                cpus[name] = (asyncio.run(proxy_cpu(*chat, a.requests // 2, stream, cpu)),
+                              asyncio.run(proxy_cpu(*door, a.requests // 2, stream, cpu)))
         finally:
             for proc in (px, emu):
                 proc.terminate()
@@ -253,11 +268,14 @@ def main() -> None:
         if "throughput" in got:
             print(f"throughput proxied / direct, {clients} clients, {mode}: {got['throughput']:.3f}")
     if doors:
-        print(f"{'door':14} {'chat p50':>8} {'door p50':>8} {'added p50':>9}  (ms, one client; the door vs the chat door)")
+        print(f"{'door':14} {'chat p50':>8} {'door p50':>8} {'added p50':>9} {'chat CPU':>8} {'door CPU':>8} "
+          f"{'added CPU':>9}  (ms per request, one client; the door vs the chat door, alternating)")
     for name, got in doors:
         c50, d50 = pct(got["direct"], 50) * 1e3, pct(got["proxied"], 50) * 1e3
-        figures[(1, name)] = (d50 - c50, 0.0)
-        print(f"{name:14} {c50:8.2f} {d50:8.2f} {d50 - c50:9.2f}")
+        chat_cpu, door_cpu = (x * 1e3 for x in cpus[name])
+        figures[(1, name)] = (d50 - c50, door_cpu - chat_cpu)
+        print(f"{name:14} {c50:8.2f} {d50:8.2f} {d50 - c50:9.2f} {chat_cpu:8.2f} {door_cpu:8.2f} "
+              f"{door_cpu - chat_cpu:9.2f}")
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     if a.realistic:
         thr = next(got["throughput"] for clients, mode, got in rows if mode == "json")
@@ -267,6 +285,7 @@ def main() -> None:
     print(f"proxy p99_added_ms_32 {figures[(32, 'json')][1]:.2f}")
     print(f"proxy stream_ttfb_added_ms_1 {figures[(1, 'ttfb')][0]:.2f}")
     print(f"proxy messages_door_added_ms_1 {figures[(1, 'messages json')][0]:.2f}")
+    print(f"proxy messages_door_added_cpu_ms {figures[(1, 'messages json')][1]:.2f}")
     print(f"proxy p50_added_ms_1 {figures[(1, 'json')][0]:.2f}")
 
 

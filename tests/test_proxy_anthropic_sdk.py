@@ -15,6 +15,7 @@ from typing import Any
 
 import anthropic
 import httpx
+import orjson
 import pytest
 from _proxy import RESULT, running_proxy
 
@@ -158,12 +159,14 @@ def test_another_familys_request_is_a_400_naming_the_right_url(proxy: Any, path:
     assert says in r.text
 
 
-def test_errors_are_anthropic_shaped_for_the_sdk(emulator: Any, proxy: Any) -> None:
+def test_errors_are_anthropic_shaped_for_the_sdk(emulator: Any, proxy: Any, hermes_home: Path) -> None:
     emulator.state.set_control("deepseek", fault="429")
     with pytest.raises(anthropic.RateLimitError) as e:
         _client(proxy.url("deepseek")).messages.create(model="deepseek-v4-pro", max_tokens=10,
                                                         messages=[{"role": "user", "content": "hi"}])
     assert e.value.body["type"] == "error" and e.value.body["error"]["type"] == "rate_limit_error"
+    records = [orjson.loads(line) for line in (hermes_home / "logs" / "hermes.log").read_text().splitlines()]
+    assert [r["status"] for r in records if r.get("event") == "proxy"] == [429]  # the refusal is in the request log
     with pytest.raises(anthropic.BadRequestError, match="web_search"):
         _client(proxy.url("deepseek")).messages.create(
             model="deepseek-v4-pro", max_tokens=10, messages=[{"role": "user", "content": "hi"}],

@@ -121,6 +121,7 @@ async def messages(proxy: Proxy, request: Request, row: Row, upstream: str) -> R
     if ex.resp.status_code != 200 or not ex.streamed:
         content = await proxy.read(ex.resp, url)
         if ex.resp.status_code != 200:
+            proxy.log(ex.target, ex.tenant, ex.rw, ex.resp.status_code, t0, ex.stream, ex.retry)
             return anthropic_error(ex.resp.status_code, _upstream_message(ex.resp.status_code, content))
         ex.rec.whole(content)
         result = ex.rec.result()
