@@ -109,6 +109,29 @@ def messages_conversation(proxy: str) -> list[dict[str, Any]]:
     return messages
 
 
+def responses_conversation(proxy: str) -> list[dict[str, Any]]:
+    """The same three questions through the Responses door, output items kept as a ``store:
+    false`` client keeps them (reasoning items with their sealed ``encrypted_content``)."""
+    tools = [{"type": "function", "name": t["function"]["name"], "parameters": t["function"]["parameters"]}
+             for t in TOOLS]
+    items: list[dict[str, Any]] = []
+    with httpx.Client(headers={"authorization": f"Bearer {KEY}"}, timeout=30) as c:
+        for q in ("what is in the repository?", "which files are tests?", "and the docs?"):
+            items.append({"role": "user", "content": q})
+            while True:
+                r = c.post(f"{proxy}/v1/responses", json={"model": MODEL, "input": items, "tools": tools,
+                                                          "store": False, "include": ["reasoning.encrypted_content"]})
+                r.raise_for_status()
+                out = r.json()["output"]
+                items += out
+                calls = [o for o in out if o["type"] == "function_call"]
+                if not calls:
+                    break
+                items.append({"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "a b c"})
+    items.append({"role": "user", "content": "summarise"})
+    return items
+
+
 async def one(client: httpx.AsyncClient, url: str, body: bytes, stream: bool) -> float:
     t0 = time.perf_counter()
     if not stream:
@@ -249,6 +272,19 @@ def main() -> None:
                 # the proxy's CPU per request through each door alone (the alternating run's is both)
                 cpus[name] = (asyncio.run(proxy_cpu(*chat, a.requests // 2, stream, cpu)),
                               asyncio.run(proxy_cpu(*door, a.requests // 2, stream, cpu)))
+            # the Responses door likewise
+            rtools = [{"type": "function", "name": t["function"]["name"], "parameters": t["function"]["parameters"]}
+                      for t in TOOLS]
+            resp_body = {"model": MODEL, "input": responses_conversation(proxy_url), "tools": rtools, "store": False,
+                         "include": ["reasoning.encrypted_content"]}
+            for stream in (() if a.realistic else (False, True)):
+                extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+                chat = (f"{proxy_url}/chat/completions", orjson.dumps({**client_body, **extra}))
+                door = (f"{proxy_url}/v1/responses", orjson.dumps({**resp_body, **({"stream": True} if stream else {})}))
+                name = "responses ttfb" if stream else "responses json"
+                doors.append((name, measure(chat, door, a.requests, 1, stream, cpu)))
+                cpus[name] = (asyncio.run(proxy_cpu(*chat, a.requests // 2, stream, cpu)),
+                              asyncio.run(proxy_cpu(*door, a.requests // 2, stream, cpu)))
         finally:
             for proc in (px, emu):
                 proc.terminate()
@@ -286,6 +322,8 @@ def main() -> None:
     print(f"proxy stream_ttfb_added_ms_1 {figures[(1, 'ttfb')][0]:.2f}")
     print(f"proxy messages_door_added_ms_1 {figures[(1, 'messages json')][0]:.2f}")
     print(f"proxy messages_door_added_cpu_ms {figures[(1, 'messages json')][1]:.2f}")
+    print(f"proxy responses_door_added_ms_1 {figures[(1, 'responses json')][0]:.2f}")
+    print(f"proxy responses_door_added_cpu_ms {figures[(1, 'responses json')][1]:.2f}")
     print(f"proxy p50_added_ms_1 {figures[(1, 'json')][0]:.2f}")
 
 
