@@ -1,5 +1,6 @@
 """Codex CLI, unmodified (``@openai/codex`` from the npm registry), headless (``codex exec``),
-through ``hermes proxy``'s Responses door on DeepSeek, Kimi and GLM emulators.
+through ``hermes proxy``'s Responses door on the DeepSeek, Kimi, GLM, Gemini (OpenAI endpoint) and
+OpenRouter (Claude and DeepSeek models) emulators.
 
 Codex speaks only the Responses API and runs with ``store: false``, carrying each reasoning
 item's ``encrypted_content`` back itself. The proxy's memory here keeps nothing (its bound is
@@ -32,7 +33,9 @@ CODEX = ("@openai/codex", "0.171.0", "codex")
 NOTE = "The launch code is heliotrope-42.\n"
 PROMPT = ('Read note.txt and tell me what it says. #call=exec_command{"cmd": "cat note.txt"}'
           '#call=exec_command{"cmd": "wc -c note.txt"}')
-ROUTES = [("deepseek", "deepseek-v4-pro"), ("kimi", "kimi-k2.6"), ("glm", "glm-5.1")]
+ROUTES = [("deepseek", "deepseek-v4-pro"), ("kimi", "kimi-k2.6"), ("glm", "glm-5.1"),
+          ("gemini-openai", "gemini-3-pro-preview"), ("openrouter", "anthropic/claude-sonnet-4.5"),
+          ("openrouter", "deepseek/deepseek-v4")]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,9 @@ def codex() -> Path:
 
 def _config(home: Path, base_url: str, model: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(f'''model = "{model}"
+    # OpenRouter's models think when asked: Codex asks with an effort (the route's reasoning.effort)
+    effort = 'model_reasoning_effort = "medium"\n' if "/" in model else ""
+    (home / "config.toml").write_text(f'''{effort}model = "{model}"
 model_provider = "hermes"
 check_for_update_on_startup = false
 
@@ -83,7 +88,7 @@ def _items(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == kind]
 
 
-@pytest.mark.parametrize(("route", "model"), ROUTES, ids=[r for r, _ in ROUTES])
+@pytest.mark.parametrize(("route", "model"), ROUTES, ids=[f"{r}:{m.split('/')[0]}" for r, m in ROUTES])
 def test_codex_tool_loop_through_the_responses_door(emulator: Any, codex: Path, tmp_path: Path, route: str,
                                                     model: str) -> None:
     before = len(emulator.requests(route))
