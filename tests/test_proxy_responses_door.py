@@ -194,3 +194,45 @@ def test_route_errors_reach_the_client_in_openai_shape(emulator: Any) -> None:
         client = openai.OpenAI(base_url=px.url("deepseek") + "/v1", api_key="sk-a", max_retries=0)
         with pytest.raises(openai.InternalServerError):
             client.responses.create(model="deepseek-v4-pro", input="hi")
+
+
+def test_a_responses_request_becomes_the_routes_chat_request() -> None:
+    """What Codex and the SDKs send, field by field, as the chat body the rewrite then puts right."""
+    from hermes.proxy.responses_door import chat_request
+    from hermes.resolve import resolve
+
+    kimi = resolve("kimi", "http://upstream.test", "kimi-k2.6")
+    door = chat_request({
+        "model": "kimi-k2.6", "instructions": "be brief", "stream": True, "max_output_tokens": 99,
+        "store": False, "include": ["reasoning.encrypted_content"], "prompt_cache_key": "k", "reasoning": {
+            "effort": "xhigh", "summary": "auto"},
+        "text": {"format": {"type": "json_schema", "name": "n", "schema": {"type": "object"}}, "verbosity": "low"},
+        "tool_choice": {"type": "function", "name": "read"}, "parallel_tool_calls": False,
+        "tools": [{"type": "function", "name": "read", "parameters": {"type": "object"}, "strict": False},
+                  {"type": "web_search"}, {"type": "namespace", "name": "agents", "tools": []}],
+        "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "rules"}]},
+            {"role": "user", "content": [{"type": "input_text", "text": "look "},
+                                         {"type": "input_image", "image_url": "data:image/png;base64,AA"}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "hseal1.x.y"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "reading"}]},
+            {"type": "function_call", "call_id": "functions.read:0", "name": "read", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "functions.read:0",
+             "output": [{"type": "input_text", "text": "file body"}]},
+        ]}, kimi)
+    assert door.body == {
+        "model": "kimi-k2.6",
+        "messages": [
+            {"role": "system", "content": "be brief"}, {"role": "system", "content": "rules"},
+            {"role": "user", "content": [{"type": "text", "text": "look "},
+                                         {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]},
+            {"role": "assistant", "content": "reading", "tool_calls": [
+                {"id": "functions.read:0", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "functions.read:0", "content": "file body"}],
+        "tools": [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}],
+        "tool_choice": {"type": "function", "function": {"name": "read"}}, "parallel_tool_calls": False,
+        "max_tokens": 99, "response_format": {"type": "json_schema", "json_schema": {
+            "name": "n", "schema": {"type": "object"}}},
+        "thinking": {"effort": "high"},  # Kimi's own effort field and value for xhigh
+        "stream": True, "stream_options": {"include_usage": True}}
+    assert door.envelopes == {3: ["hseal1.x.y"]} and door.stream and door.include_encrypted
