@@ -117,6 +117,10 @@ class Route:
     route may receive switches thinking off for the request, and thinking off drops reasoning."""
     think_tags: bool = False
     """Responses may carry reasoning as ``<think>…</think>`` inside ``content``."""
+    thinking_chunks: tuple[str, ...] = ()
+    """Model globs whose reasoning goes back as a ``thinking`` chunk at the head of the
+    assistant message's ``content`` list — the form their answers carry it in (Mistral's
+    Magistral); the row may otherwise be strict."""
     local: bool = False
     effort_field: str = "reasoning_effort"
     """Dotted path where a reasoning effort goes (Kimi: ``thinking.effort``, since Moonshot
@@ -244,7 +248,9 @@ COPILOT_HEADERS: Mapping[str, str] = {
 # Strict rows come first so a custom provider pointed at api.groq.com gets nothing.
 ROUTES: tuple[Route, ...] = (
     # --- strict schemas: 400/422 on any unknown assistant key --------------------------
+    # Magistral's thinking chunks go back inside content (vercel/ai PR 17991, opencode PR 38453)
     Route("mistral", "openai_chat", "Mistral", hosts=("mistral.ai",), carriers=_NONE, tool_ids="mistral",
+          thinking_chunks=("magistral*",),
           base_url="https://api.mistral.ai/v1", key_env=("MISTRAL_API_KEY",)),
     # Groq with reasoning_format "raw" returns the thinking as <think>…</think> inside content
     # (pydantic-ai's recorded test_groq_model_thinking_part): split it off like other tag routes

@@ -216,3 +216,23 @@ def test_a_groq_model_without_reasoning_gets_none_back(emulator: Any) -> None:
                               {**m, "reasoning": "thought"} if m["role"] == "assistant" else m
                               for m in b["messages"]]})
     assert "messages[1].reasoning: reasoning is not supported with this model" in err.value.body
+
+
+def test_magistral_thinking_chunks_go_back_inside_content(emulator: Any) -> None:
+    history = [Message.user("what is in the workspace? (magistral)")]
+    for stream in (False, True):
+        ex1, _ = run(emulator, "mistral", history, stream=stream, model="magistral-medium-2509")
+        turn1 = ex1.response.message
+        assert turn1.reasoning and turn1.reasoning[0].text and turn1.tool_calls
+        h = [*history, turn1, Message("tool", (ToolResult(turn1.tool_calls[0].id, "a.txt", "ls"),))]
+        _, body = run(emulator, "mistral", h, stream=stream, model="magistral-medium-2509")
+        sent = sent_assistant(body)
+        assert sent["content"][0] == {"type": "thinking", "thinking": [{"type": "text", "text": turn1.reasoning[0].text}]}
+        assert not {"reasoning", "reasoning_content"} & set(sent)
+
+
+def test_other_mistral_models_get_no_thinking_chunk(emulator: Any) -> None:
+    origin = RouteKey("mistral", "127.0.0.1", "mistral-medium-3.5", "openai_chat")
+    history = [Message.user("hi"), Message("assistant", (Reasoning("thought", origin), Text("ok"))), Message.user("again")]
+    _, body = run(emulator, "mistral", history, stream=False, model="mistral-medium-3.5")
+    assert sent_assistant(body)["content"] == "ok"

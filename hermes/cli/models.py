@@ -22,7 +22,7 @@ from .routes import profile_dict
 
 __all__ = ["models"]
 
-_CONTENT = frozenset({"messages", "input", "contents", "system", "systemInstruction", "model", "stream",
+_CONTENT = frozenset({"messages", "input", "contents", "system", "systemInstruction", "model", "modelId", "stream",
                       "stream_options", "tools", "toolConfig", "store", "include", "anthropic_version"})
 """Body keys that carry the conversation, not the model's thinking controls."""
 
@@ -126,12 +126,9 @@ def _bodies(res: Any, effort: str | None) -> dict[str, Any]:
         settings = Settings(thinking=thinking, effort=effort)
         body = apply_values(build_body(wire, plan_replay([Message.user("hi")], res, settings=settings),
                                        settings=settings), values)
-        if res.route.wire == "bedrock":
-            body = {k: v for k, v in body.items() if k in ("additionalModelRequestFields", "inferenceConfig")}
         out[name] = {k: v for k, v in body.items() if k not in _CONTENT}
-    if res.route.auth != "aws":
-        headers = wire.endpoint(res, stream=False)[1]
-        out["headers"] = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "x-api-key")}
+    headers = wire.endpoint(res, stream=False)[1]  # no credential is among them (those come later)
+    out["headers"] = dict(headers)
     out["value lessons"] = [{"path": v.path, "allowed": list(v.allowed), "refused": list(v.refused), "omit": v.omit}
                             for v in values]
     return out

@@ -38,6 +38,8 @@ __all__ = [
 RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
 RT, RO, EC = "reasoning_text", "reasoning_opaque", "extra_content"
 THINK = "think"
+CHUNKS = "chunks"
+"""Mistral's Magistral: the reasoning as a ``thinking`` chunk at the head of ``content``."""
 """Pseudo-carrier: reasoning goes inside ``content`` as ``<think>…</think>``."""
 
 BASE_ASSISTANT_KEYS = frozenset({"role", "content", "tool_calls", "name", "refusal", "function_call", "audio"})
@@ -188,10 +190,11 @@ FACTS: dict[str, Facts] = {
     "openai": Facts((RC,), frozenset({RC}), ("gpt-oss-120b", "gpt-5.1"), strict=True,
                     model_returns=(("gpt-5*", ()),),
                     notes="only gpt-oss returns reasoning_content (as on Azure); gpt-5 returns only a count"),
-    "mistral": Facts((), frozenset({"prefix"}), ("magistral-medium-2509", "mistral-medium-3.5"), strict=True,
+    "mistral": Facts((), frozenset({"prefix"}), ("mistral-medium-3.5", "magistral-medium-2509"), strict=True,
                      errors="mistral", tool_id="mistral", id_rule="mistral",
                      top_extra=frozenset({"prompt_mode", "safe_prompt", "random_seed"}),
-                     notes="returns plain content, no reasoning key (thinking chunks not emulated)"),
+                     model_returns=(("magistral*", (CHUNKS,)),),
+                     notes="Magistral answers with a `thinking` chunk in `content` (no reasoning key)"),
     "groq": Facts((R,), frozenset(), ("qwen/qwen3-32b", "openai/gpt-oss-120b"), strict=True, errors="groq",
                   top_extra=_GROQ_TOP, reasoning_models=GROQ_REASONING,
                   notes="reasoning models take `reasoning` back (vercel/ai #8057, #7860); others refuse it"),

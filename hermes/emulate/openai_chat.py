@@ -28,6 +28,7 @@ from starlette.routing import Route
 from ..toolids import base62
 from .chat_errors import error_body
 from .chat_rules import (
+    CHUNKS,
     EC,
     FACTS,
     RC,
@@ -68,6 +69,13 @@ class Turn:
     opaque: str = ""
     text_signature: str = ""
     usage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def thinking_chunk(self) -> dict[str, Any] | None:
+        """Magistral's reasoning, as the content chunk it comes in."""
+        if CHUNKS not in self.carriers or not self.reasoning:
+            return None
+        return {"type": "thinking", "thinking": [{"type": "text", "text": self.reasoning}]}
 
 
 # --- scripted model ---------------------------------------------------------------------------
@@ -166,6 +174,8 @@ def _details(state: EmulatorState, name: str, facts: Facts, model: str, text: st
 def message_of(turn: Turn) -> dict[str, Any]:
     """The non-streaming assistant message."""
     msg: dict[str, Any] = {"role": "assistant", "content": turn.content}
+    if (chunk := turn.thinking_chunk) is not None:
+        msg["content"] = [chunk, *([{"type": "text", "text": turn.content}] if turn.content else [])]
     if turn.reasoning:
         for key in (RC, R, RT):
             if key in turn.carriers:
@@ -205,6 +215,8 @@ def chunks(turn: Turn, include_usage: bool) -> list[dict[str, Any] | None]:
     for d in turn.details:
         if d.get("signature"):
             out.append({RD: [{**d, "text": ""}]})
+    if (chunk := turn.thinking_chunk) is not None:
+        out.append({"content": [chunk]})
     for piece in _pieces(turn.content or "", 4):
         out.append({"content": piece})
     for j, call in enumerate(turn.tool_calls):

@@ -9,6 +9,7 @@ Gemini-compat and Copilot signatures are planned as neutral intents (``tool_sign
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 import orjson
@@ -35,6 +36,13 @@ def plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_loo
     if must_echo and not route.strict:
         carriers |= {"reasoning_content"}
     decisions: list[Decision] = []
+    if route.thinking_chunks and any(fnmatchcase(target.model.lower(), g) for g in route.thinking_chunks):
+        own = [(i, p) for i, p in reasoning if p.origin.provider == route.key and p.text.strip()]
+        decisions += [Decision(i, "field", ("content",), "its own thinking, as a content chunk") for i, _ in own]
+        decisions += [Decision(i, "drop", (), f"{route.key} takes back only its own thinking chunks")
+                      for i, p in reasoning if (i, p) not in own]
+        chunk = [{"type": "thinking", "thinking": [{"type": "text", "text": _readable(own)}]}] if own else []
+        return PlannedMessage(index, m.role, others, {"content": chunk} if chunk else {}, decisions=tuple(decisions))
     if route.strict:
         decisions += [Decision(i, "drop", (), f"{route.key} is a strict schema: no reasoning key") for i, _ in reasoning]
         return PlannedMessage(index, m.role, others, decisions=tuple(decisions))

@@ -154,7 +154,10 @@ def _assistant(pm: PlannedMessage, parts: Sequence[Part], sig_at: tuple[str, str
     msg: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
     if calls:
         msg["tool_calls"] = calls
-    msg.update(pm.fields)
+    fields = dict(pm.fields)
+    if isinstance(chunks := fields.pop("content", None), list):  # thinking chunks head the content list
+        msg["content"] = [*chunks, *([{"type": "text", "text": text}] if text else [])]
+    msg.update(fields)
     if pm.thought_signature and text_at:
         msg = deep_merge(msg, at_path(text_at, pm.thought_signature))
     return msg
