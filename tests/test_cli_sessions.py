@@ -59,7 +59,7 @@ def test_logs_say_which_fields_went_where(session, hermes_home):
                                                                          "reasoning_details"}
     assert second["fields"]["reasoning_details"]["hashes"]
     human = cli(hermes_home, "logs", "--session", session).stdout
-    assert "→ openrouter@127.0.0.1/anthropic/claude-sonnet-4.5 step 1 [RC 1×" in human
+    assert "→ openrouter@127.0.0.1/anthropic/claude-sonnet-4.5 step 2 [RC 1×" in human  # steps count from 1
 
 
 def test_repl_branch_model_and_quit(session, emulator, hermes_home, tmp_path):

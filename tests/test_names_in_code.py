@@ -61,6 +61,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("transport.py", "bedrock"): MESSAGE,
     ("transport_aws.py", "aws"): MESSAGE,
     ("transport_aws.py", "bedrock"): "botocore's service name and its messages",
+    ("proxy/responses_door.py", "codex"): "an error message naming the client whose way it suggests",
+    ("cli/models.py", "bedrock"): WIRE_FAMILIES,
+    ("cli/models.py", "aws"): AUTH,
+    **{(f, n): "a front door: the API it speaks (its URL path, headers and messages)"
+       for f, n in (("proxy/app.py", "anthropic"), ("proxy/app.py", "responses"), ("proxy/anthropic_app.py", "anthropic"),
+                    ("proxy/anthropic_app.py", "responses"), ("proxy/anthropic_door.py", "anthropic"),
+                    ("proxy/responses_door.py", "responses"))},
 }
 
 
