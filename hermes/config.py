@@ -9,6 +9,7 @@ effort = "high"                # default reasoning effort
 stream = true
 max_steps = 12                 # model calls per user turn before stopping
 allow_commands = false         # run_command without asking (REPL asks otherwise)
+allow_writes = false           # write_file / edit_file without asking (REPL shows the diff and asks)
 allow_read = []                # directories tools may read besides the working directory
 context_budget = 0             # tokens; 0 = the route's default
 
@@ -86,6 +87,7 @@ class Config:
     stream: bool = True
     max_steps: int = 12
     allow_commands: bool = False
+    allow_writes: bool = False
     allow_read: tuple[str, ...] = ()
     context_budget: int = 0
     aliases: Mapping[str, Alias] = field(default_factory=dict)
@@ -120,7 +122,7 @@ _GATEWAY_LISTS = ("allowed_base_urls", "allowed_hosts", "allowed_origins")
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "provider": str, "model": str, "base_url": str, "thinking": bool, "effort": str, "stream": bool,
-    "max_steps": int, "allow_commands": bool, "context_budget": int,
+    "max_steps": int, "allow_commands": bool, "allow_writes": bool, "context_budget": int,
 }
 
 

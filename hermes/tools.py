@@ -1,4 +1,4 @@
-"""Tools the model can call: four built-ins plus any registered under the ``hermes.tools``
+"""Tools the model can call: six built-ins plus any registered under the ``hermes.tools``
 entry-point group.
 
 A tool never crashes the agent: bad arguments (unparsable, or not matching the tool's JSON
@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from .edits import MAX_WRITE, Change, apply_edit, diff_text, replace_atomically
 from .messages import ToolCall, ToolResult
 from .tool_safety import (
     MAX_OUTPUT,
@@ -57,6 +58,12 @@ class ToolContext:
     """Longest a ``run_command`` may run (the model may ask for less, never more)."""
     search_timeout_s: float = 10.0
     """Longest a ``search_files`` may run, regular expression included."""
+    allow_writes: bool = False
+    """Let ``write_file`` / ``edit_file`` change files without asking (``--allow-writes``)."""
+    confirm_write: Callable[[str, str], bool] | None = None
+    """Asked with (path, unified diff) before a change when writes are not allowed outright."""
+    changes: list[Change] = field(default_factory=list)
+    """The files changed since the caller last cleared it (the REPL: this turn), for ``/undo``."""
 
     def path(self, raw: Any, *, what: str = "path") -> Path:
         """``raw`` resolved inside the workspace or a read root, else an error for the model."""
@@ -91,6 +98,47 @@ def _search_files(args: Mapping[str, Any], ctx: ToolContext) -> str:
 
     rx = compile_pattern(args.get("pattern"), regex=args.get("regex") is True)
     return search_tree(ctx.path(args.get("path", ".")), rx, Budget(seconds=ctx.search_timeout_s))
+
+
+def _change(ctx: ToolContext, raw: Any, after_of: Callable[[str | None, str], str]) -> str:
+    """Confine, read, compute the new text, show the diff, ask, then write atomically and journal."""
+    path = confine(raw, ctx.cwd, (), what="path")  # never into a directory --allow-read added
+    name = str(path.relative_to(os.path.realpath(ctx.cwd)))
+    before: bytes | None = None
+    if path.exists() or path.is_symlink():
+        before, size = read_regular(path, MAX_WRITE + 1)
+        if size > MAX_WRITE:
+            raise ValueError(f"{name} is {size:,} bytes; files over {MAX_WRITE:,} bytes are not changed by tools")
+    old_text = None if before is None else before.decode("utf-8", "strict")
+    after = after_of(old_text, name)
+    diff = diff_text(name, old_text, after)
+    if not ctx.allow_writes and not (ctx.confirm_write and ctx.confirm_write(name, diff)):
+        raise PermissionError("changing files needs the user's permission (--allow-writes or a yes in the REPL)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_atomically(path, after.encode())
+    ctx.changes.append(Change(path, before))
+    verb = "created" if before is None else "changed"
+    return f"{verb} {name} ({len(after.encode()):,} bytes)\n{diff}"
+
+
+def _write_file(args: Mapping[str, Any], ctx: ToolContext) -> str:
+    content = args.get("content")
+    if not isinstance(content, str):
+        raise ValueError("'content' must be the file's whole new text")
+    return _change(ctx, args.get("path"), lambda _old, _name: content)
+
+
+def _edit_file(args: Mapping[str, Any], ctx: ToolContext) -> str:
+    old, new = args.get("old"), args.get("new")
+    if not isinstance(old, str) or not isinstance(new, str):
+        raise ValueError("'old' and 'new' must be strings")
+
+    def edited(text: str | None, name: str) -> str:
+        if text is None:
+            raise FileNotFoundError(f"{name} does not exist (write_file creates a file)")
+        return apply_edit(text, old, new, name=name)
+
+    return _change(ctx, args.get("path"), edited)
 
 
 def _run_command(args: Mapping[str, Any], ctx: ToolContext) -> str:
@@ -128,6 +176,14 @@ def builtin_tools() -> list[Tool]:
                                       "'regex' is true).", _search_schema()), _search_files),
         Tool(ToolSpec("run_command", "Run a shell command (the user must allow it).",
                       _schema(command="The shell command.")), _run_command),
+        Tool(ToolSpec("write_file", "Create a file or replace its whole text (the user must allow it).",
+                      _schema(path="File path inside the workspace.", content="The file's complete new text.")),
+             _write_file),
+        Tool(ToolSpec("edit_file", "Replace one exact piece of a file's text; 'old' must occur exactly once "
+                                   "(the user must allow it).",
+                      _schema(path="File path inside the workspace.",
+                              old="The exact text to replace, with enough context to be unique.",
+                              new="The text to put in its place.")), _edit_file),
     ]
 
 

@@ -169,6 +169,19 @@ def _confirm(command: str) -> bool:
         raise KeyboardInterrupt from None
 
 
+def _confirm_write(name: str, diff: str) -> bool:
+    """The diff, then the user's yes or no; Ctrl-C here cancels the whole turn."""
+    from ..terminal import printable
+
+    for line in printable(diff).splitlines():
+        colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        click.secho(f"    {line}", err=True, fg=colour)
+    try:
+        return click.confirm(f"Apply this change to {name}?", default=False, err=True)
+    except click.Abort:
+        raise KeyboardInterrupt from None
+
+
 def _effort(value: str | None) -> str | None:
     """``--effort`` checked as config.toml's ``effort`` is, with a did-you-mean."""
     from ..config import EFFORTS, effort_hint
@@ -207,6 +220,9 @@ def _exit_on_hangup() -> None:
               help="Reasoning effort: none, minimal, low, medium, high, xhigh, max (what a route does not take is not sent).")
 @click.option("--no-thinking", is_flag=True, help="Do not request thinking (switches are not sent).")
 @click.option("--allow-commands", is_flag=True, help="Let the model run shell commands without asking.")
+@click.option("--allow-writes", is_flag=True,
+              help="Let the model create and edit files in the working directory without asking (the REPL shows "
+                   "each diff and asks; /undo puts the last turn's changes back).")
 @click.option("--allow-read", "allow_read", multiple=True, metavar="PATH",
               type=click.Path(exists=True, file_okay=False),
               help="Let tools read this directory too (repeatable); by default they stay in the working directory.")
@@ -218,7 +234,7 @@ def _exit_on_hangup() -> None:
                    "http://127.0.0.1:8765), with the emulator's key: offline, no account needed.")
 def chat(query: str | None, provider: str | None, model: str | None, base_url: str | None, api_key: str | None,
          resume: str | None, cont: bool, stream: bool | None, as_json: bool, effort: str | None,
-         no_thinking: bool, allow_commands: bool, allow_read: tuple[str, ...], max_steps: int | None,
+         no_thinking: bool, allow_commands: bool, allow_writes: bool, allow_read: tuple[str, ...], max_steps: int | None,
          show_reasoning: bool, title: str, emulate: bool) -> None:
     """Talk to a model. Every request replays the model's earlier reasoning as its route takes it.
 
@@ -228,11 +244,12 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     hermes chat -c -p openrouter -m anthropic/claude-sonnet-4.5   # switch provider, keep going
     hermes emulate &  hermes chat --emulate -q hi -p deepseek -m deepseek-v4   # offline
 
-    In the REPL: /branch, /compress, /model [PROVIDER:]MODEL, /sessions, /help, /quit.
+    In the REPL: /branch, /compress, /model [PROVIDER:]MODEL, /sessions, /undo, /help, /quit.
     Ctrl-C cancels the running turn (nothing half-done is stored); Ctrl-D quits. Without -q and
     without a terminal, piped lines are the REPL's input.
 
-    Tools: list_dir, read_file, search_files, run_command (--allow-commands), plugins, and every
+    Tools: list_dir, read_file, search_files, run_command (--allow-commands), write_file and
+    edit_file (--allow-writes), plugins, and every
     MCP server in config.toml as SERVER__tool (`hermes mcp list`).
     """
     from ..errors import HermesError
@@ -271,6 +288,8 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         key = runtime.key(resolved, api_key)
         ctx = ToolContext(allow_commands=allow_commands or config.allow_commands,
                           confirm=_confirm if query is None and not piped else None,
+                          allow_writes=allow_writes or config.allow_writes,
+                          confirm_write=_confirm_write if query is None and not piped else None,
                           read_roots=tuple(Path(p) for p in (*config.allow_read, *allow_read)))
         printer = _Printer(quiet=as_json, show_reasoning=show_reasoning)
         sources = []

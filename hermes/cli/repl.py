@@ -25,6 +25,7 @@ HELP = """/branch [TITLE]          fork this session here and continue on the br
 /compress                summarise older turns into a checkpoint (reasoning of kept turns stays)
 /model [PROVIDER:]MODEL [BASE_URL]   switch model (and provider) for the next turns
 /sessions                list recent sessions
+/undo                    put back the files the last turn changed
 /help                    this help
 /quit                    leave (Ctrl-D too); Ctrl-C cancels a running turn"""
 
@@ -107,6 +108,12 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                                               base_url=url or None, check=admit)
                     agent.api_key = given
                     click.echo(f"now {resolved.route.key} · {resolved.model}", err=True)
+                elif cmd == "/undo":
+                    from ..edits import undo
+
+                    done = undo(agent.toolbox.ctx.changes)
+                    click.echo("\n".join(done) + "\n(the model is not told: say so if it matters)" if done
+                               else "nothing to undo: the last turn changed no file", err=True)
                 elif cmd == "/sessions":
                     for s in store.list_sessions(10, include_empty=False):
                         mark = "*" if s.id == sid else " "
@@ -118,6 +125,7 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                 if e.hint:
                     click.echo(printable(f"hint: {e.hint}"), err=True)
             continue
+        agent.toolbox.ctx.changes.clear()  # /undo is for this turn's changes
         try:
             result = runtime.turn(agent, sid, text, resolved)
             printer.end_turn(result.answer)
