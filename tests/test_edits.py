@@ -123,13 +123,15 @@ def test_the_repl_shows_the_diff_asks_and_undoes(emulator: Any, hermes_home: Pat
     child = repl(hermes_home, work, "-p", "deepseek", "-m", "deepseek-v4", "-u", emulator.url("deepseek"))
     try:
         child.sendline('#call=edit_file{"path": "app.py", "old": "hi", "new": "no"}')
-        child.expect(r"Apply this change to app\.py\?")
+        child.expect(r"Apply this change to app\.py\?", timeout=90)
         child.sendline("n")
+        child.expect(r"Done \(deepseek-v4\)", timeout=90)
         child.expect(PROMPT)
         assert (work / "app.py").read_text() == "print('hi')\n"
         child.sendline('#call=edit_file{"path": "app.py", "old": "hi", "new": "yes"}')
-        child.expect(r"Apply this change to app\.py\?")
+        child.expect(r"Apply this change to app\.py\?", timeout=90)
         child.sendline("y")
+        child.expect(r"Done \(deepseek-v4\)", timeout=90)
         child.expect(PROMPT)
         assert (work / "app.py").read_text() == "print('yes')\n"
         shown = plain(child)
