@@ -121,6 +121,7 @@ def test_the_repl_shows_the_diff_asks_and_undoes(emulator: Any, hermes_home: Pat
     work.mkdir()
     (work / "app.py").write_text("print('hi')\n")
     child = repl(hermes_home, work, "-p", "deepseek", "-m", "deepseek-v4", "-u", emulator.url("deepseek"))
+    child.timeout = 90  # a loaded machine: every wait below is for output that does come
     try:
         child.sendline('#call=edit_file{"path": "app.py", "old": "hi", "new": "no"}')
         child.expect(r"Apply this change to app\.py\?", timeout=90)
