@@ -143,6 +143,8 @@ def test_the_repl_shows_the_diff_asks_and_undoes(emulator: Any, hermes_home: Pat
         assert (work / "app.py").read_text() == "print('hi')\n"
         child.sendline("/quit")
         child.expect(pexpect_eof())
+    except Exception as e:  # the transcript says where it stopped
+        raise AssertionError(f"{type(e).__name__}; the terminal showed:\n{plain(child)[-3000:]}") from None
     finally:
         child.close(force=True)
 
