@@ -163,11 +163,19 @@ def compress(session_id: str, api_key: str | None, budget: int | None) -> None:
 @sessions.command()
 @click.argument("session_id")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File (default: stdout).")
-def export(session_id: str, output: Path | None) -> None:
-    """JSONL in the documented history form; `hermes replay FILE` reads it back."""
+@click.option("--format", "-f", "form", type=click.Choice(["jsonl", "md"]), default="jsonl", show_default=True,
+              help="jsonl: the history form `hermes replay` reads back; md: Markdown to read or paste.")
+def export(session_id: str, output: Path | None, form: str) -> None:
+    """The session as JSONL (the documented history form; `hermes replay FILE` reads it back) or
+    as Markdown (--format md)."""
     store = _store()
     info = store.get_session(session_id)
-    lines = list(store.export_jsonl(info.id))
+    if form == "md":
+        from ..markdown import session_markdown
+
+        lines = [session_markdown(info, store.load(info.id)).encode()]
+    else:
+        lines = list(store.export_jsonl(info.id))
     if output is None:
         sys.stdout.buffer.write(b"".join(lines))
         return
@@ -175,7 +183,7 @@ def export(session_id: str, output: Path | None) -> None:
     tmp.write_bytes(b"".join(lines))
     tmp.chmod(0o600)
     tmp.replace(output)
-    click.echo(f"wrote {len(lines)} messages to {output}", err=True)
+    click.echo(f"wrote {info.message_count} messages to {output}", err=True)
 
 
 @sessions.command()
