@@ -45,7 +45,7 @@ def test_a_session_reads_as_markdown_without_its_opaque_payloads() -> None:
 def test_export_md_from_the_cli(emulator: Any, hermes_home: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(HERMES_HOME=str(hermes_home), HERMES_API_KEY=CANARY)
-    run = lambda *a: subprocess.run([sys.executable, "-m", "hermes", *a], capture_output=True, text=True,  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "hermes", *a], capture_output=True, text=True,
                                     env=env, timeout=120, stdin=subprocess.DEVNULL)
     r = run("chat", "--json", "-q", "what is here?", "-p", "deepseek", "-m", "deepseek-v4", "-u", emulator.url("deepseek"))
     sid = orjson.loads(r.stdout)["session_id"]
