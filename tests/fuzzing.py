@@ -754,6 +754,86 @@ def _mcp_result(data: bytes) -> None:
         raise AssertionError("MCP result text does not survive the stored form")
 
 
+_DOOR_SEALER_KEY = bytes(range(32))
+"""A fixed key: the door seeds carry envelopes this sealer opens (the success path is fuzzed too)."""
+
+
+def _door(kind: str) -> Callable[[bytes], None]:
+    """A proxy front door reading a client's body as the proxy does: parsed, translated to the
+    route's chat request (``messages``, ``responses``; ``chat`` is the chat door's body as it
+    comes), its envelopes opened, then rewritten for the route (restore, pad, strip, switches).
+    What the door refuses is a 400 for the client (``DoorError`` / ``ApiError``): a refusal."""
+
+    def run(data: bytes) -> None:
+        from hermes.proxy.anthropic_door import DoorError, to_chat
+        from hermes.proxy.door import open_turns
+        from hermes.proxy.responses_door import chat_request
+        from hermes.proxy.rewrite import rewrite
+        from hermes.proxy.seal import Sealer
+        from hermes.resolve import resolve
+        from hermes.serving.http import ApiError
+
+        target = resolve("deepseek", "http://127.0.0.1:9/v1", "deepseek-v4-pro")
+        try:
+            body = orjson.loads(data)
+            if not isinstance(body, dict):
+                raise HermesError("the request body must be a JSON object")
+            envelopes: Mapping[int, Sequence[str]] = {}
+            if kind == "messages":
+                tr = to_chat(body, target)
+                body, envelopes = tr.body, tr.envelopes
+            elif kind == "responses":
+                door = chat_request(body, target)
+                body, envelopes = door.body, door.envelopes
+            opened, _ = (open_turns(body["messages"], envelopes, Sealer([_DOOR_SEALER_KEY]), tenant="t",
+                                    route=target.route.key) if envelopes else ({}, 0))
+            rewrite(body, target, lambda keys: {}, opened=opened)
+        except (DoorError, ApiError, orjson.JSONDecodeError) as e:
+            raise HermesError(f"refused: {e}") from None
+
+    return run
+
+
+def _door_seeds() -> dict[str, list[bytes]]:
+    """A tool loop in each door's own shape, reasoning carried in an envelope the fuzz sealer opens."""
+    from hermes.messages import Reasoning
+    from hermes.proxy.door import seal_turn
+    from hermes.proxy.seal import Sealer
+    from hermes.resolve import resolve
+
+    origin = resolve("deepseek", "http://127.0.0.1:9/v1", "deepseek-v4-pro").key
+    env = seal_turn((Reasoning("I should list the files.", origin),),
+                    Sealer([_DOOR_SEALER_KEY]), tenant="t", route="deepseek")
+    tools = [{"name": "list_files", "description": "List", "input_schema": {
+        "type": "object", "properties": {"path": {"type": "string"}}}}]
+    messages = {"model": "deepseek-v4-pro", "max_tokens": 1024, "system": "be brief", "tools": tools,
+                "thinking": {"type": "enabled", "budget_tokens": 2048}, "messages": [
+                    {"role": "user", "content": "what is here?"},
+                    {"role": "assistant", "content": [{"type": "thinking", "thinking": "I should list the files.",
+                                                       "signature": env},
+                                                      {"type": "tool_use", "id": "call_1", "name": "list_files",
+                                                       "input": {"path": "."}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1",
+                                                  "content": [{"type": "text", "text": "a b"}]},
+                                                 {"type": "text", "text": "and now?"}]}]}
+    responses = {"model": "deepseek-v4-pro", "instructions": "be brief", "store": False, "stream": True,
+                 "include": ["reasoning.encrypted_content"], "reasoning": {"effort": "high"},
+                 "tools": [{"type": "function", "name": "list_files", "parameters": tools[0]["input_schema"]}],
+                 "input": [{"type": "message", "role": "user", "content": [{"type": "input_text",
+                                                                            "text": "what is here?"}]},
+                           {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": env},
+                           {"type": "function_call", "call_id": "call_1", "name": "list_files",
+                            "arguments": "{\"path\": \".\"}"},
+                           {"type": "function_call_output", "call_id": "call_1", "output": "a b"}]}
+    chat = {"model": "deepseek-v4-pro", "stream": True, "messages": [
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "what is here?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a b"}]}
+    return {"door.messages": [orjson.dumps(messages)], "door.responses": [orjson.dumps(responses)],
+            "door.chat": [orjson.dumps(chat)]}
+
+
 WIRES = ("openai_chat", "anthropic", "gemini", "openai_responses")
 
 # One line per decoder or parser. A new one (e.g. a proxy front door reading client bodies) is
@@ -770,6 +850,7 @@ TARGETS: tuple[Target, ...] = (
     Target("recorder.sse", "openai_chat.sse", mutate_sse, _recorder(whole=False), retype_sse),
     Target("recorder.json", "openai_chat.json", mutate_json, _recorder(whole=True), retype_json),
     Target("mcp.result", "mcp.result", mutate_json, _mcp_result, retype_json),
+    *(Target(f"door.{k}", f"door.{k}", mutate_json, _door(k), retype_json) for k in ("messages", "responses", "chat")),
 )
 
 
@@ -805,6 +886,7 @@ STATIC_SEEDS: dict[str, list[bytes]] = {
     "routes.toml": _ROUTES_SEEDS,
     "config.toml": _CONFIG_SEEDS,
     "mcp.result": _MCP_SEEDS,
+    **_door_seeds(),
 }
 """Seeds written by hand (files a user writes, results of servers we have no emulator for)."""
 

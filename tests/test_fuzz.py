@@ -117,6 +117,13 @@ def test_mcp_structured_content_with_an_integer_wider_than_64_bits_is_text() -> 
     BY_NAME["mcp.result"].run(b'{"content":[],"structuredContent":{"":[22337203336854775808,""],"n":2},"":true}')
 
 
+def test_a_chat_body_with_a_nameless_call_and_an_idless_result_is_rewritten() -> None:
+    """Found by ``bench/fuzz.py --only door.chat``: a call without an id maps to a wire id, and a
+    ``tool`` message without ``tool_call_id`` was then looked up by it (KeyError: a 500)."""
+    BY_NAME["door.chat"].run(b'{"":"","":true,"messages":[{"":"","":""},{"role":"assistant","":[null],'
+                             b'"tool_calls":[{"":"","function":{"name":"l","":""}}]},{"role":"tool","":""}]}')
+
+
 def test_the_run_seed_is_fresh_or_replayed() -> None:
     """The quick profile's seed comes from the environment when given, else from the OS."""
     import os

@@ -195,7 +195,7 @@ def test_unmapped_ids_are_refused_with_the_real_bodies(emu: Emulator) -> None:
 
 
 def test_deepseek_behind_openrouter_gets_the_pad_after_a_turn_without_reasoning(emu: Emulator) -> None:
-    h = tool_turn(emu, target(emu, "mistral", "magistral-medium-2509"), "what is here? (mistral → or/deepseek)",
+    h = tool_turn(emu, target(emu, "mistral", "mistral-medium-latest"), "what is here? (mistral → or/deepseek)",
                   stream=False)
     assert not h[2].reasoning
     r = target(emu, "openrouter", "deepseek/deepseek-v4")
@@ -217,7 +217,7 @@ def test_a_wrapped_must_echo_refusal_teaches_padding(emu: Emulator, hermes_home:
     model = "deepseek/deepseek-v4"
     # a session whose tool turn came from a route that returns no reasoning
     first = orjson.loads(cli(hermes_home, "chat", "--json", "--no-stream", "-q", "What is here?",
-                             "-p", "mistral", "-u", emu.url("mistral"), "-m", "magistral-medium-2509",
+                             "-p", "mistral", "-u", emu.url("mistral"), "-m", "mistral-medium-latest",
                              cwd=tmp_path).stdout)
     before = len(emu.requests("openrouter"))
     out = orjson.loads(cli(hermes_home, "chat", "--json", "--no-stream", "--resume", first["session_id"],

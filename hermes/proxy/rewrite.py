@@ -170,8 +170,9 @@ def rewrite(body: Mapping[str, Any], target: Resolved, recall: Recall, learned: 
     if ids:  # results answer the calls under their new ids
         new_msgs = new_msgs if new_msgs is not None else list(msgs)
         for i, m in enumerate(new_msgs):
-            if isinstance(m, Mapping) and m.get("role") == "tool" and str(m.get("tool_call_id")) in ids:
-                new_msgs[i] = {**m, "tool_call_id": ids[str(m["tool_call_id"])]}
+            cid = m.get("tool_call_id") if isinstance(m, Mapping) and m.get("role") == "tool" else None
+            if cid is not None and str(cid) in ids:
+                new_msgs[i] = {**m, "tool_call_id": ids[str(cid)]}
     out: dict[str, Any] | None = None
     if new_msgs is not None:
         out = dict(body)
