@@ -116,3 +116,85 @@ def pytest_report_header(config: pytest.Config) -> str:
     from fuzzing import SEED, SEED_VAR
 
     return f"fuzz seed: {SEED} (replay with {SEED_VAR}={SEED})"
+
+
+INTEGRATION = frozenset({
+    "security/test_sec_base_url.py",
+    "security/test_sec_browser.py",
+    "security/test_sec_db_passwords.py",
+    "security/test_sec_disks.py",
+    "security/test_sec_proxy_bounds.py",
+    "security/test_sec_proxy_expect.py",
+    "security/test_sec_proxy_small.py",
+    "security/test_sec_proxy_tenants.py",
+    "security/test_sec_retries.py",
+    "security/test_sec_slow_clients.py",
+    "security/test_sec_small_holes.py",
+    "security/test_sec_tool_schemas.py",
+    "security/test_sec_tools_bounded.py",
+    "security/test_sec_tools_confined.py",
+    "security/test_sec_trickle_after_turn.py",
+    "test_claude_code.py",
+    "test_cli_bad_input.py",
+    "test_cli_core.py",
+    "test_cli_imports.py",
+    "test_cli_models.py",
+    "test_cli_polish.py",
+    "test_cli_scenarios.py",
+    "test_cli_sessions.py",
+    "test_codex_cli.py",
+    "test_crash_loop.py",
+    "test_demo.py",
+    "test_drafts.py",
+    "test_edits.py",
+    "test_emulate_switch.py",
+    "test_emulator_openai.py",
+    "test_fuzz.py",
+    "test_gateway.py",
+    "test_gateway_wire.py",
+    "test_hot_sessions.py",
+    "test_kept_builds.py",
+    "test_kept_scenarios.py",
+    "test_leakage_matrix.py",
+    "test_lease.py",
+    "test_mcp.py",
+    "test_messages_fast.py",
+    "test_netns.py",
+    "test_proxy.py",
+    "test_proxy_anthropic_door.py",
+    "test_proxy_anthropic_sdk.py",
+    "test_proxy_clients.py",
+    "test_proxy_memory.py",
+    "test_proxy_responses_door.py",
+    "test_proxy_responses_props.py",
+    "test_proxy_rewrite.py",
+    "test_proxy_scale.py",
+    "test_rejections.py",
+    "test_rejections_attempt.py",
+    "test_repl_interrupt.py",
+    "test_replay_properties.py",
+    "test_responses.py",
+    "test_rough_edges.py",
+    "test_runtime.py",
+    "test_scale.py",
+    "test_secrets_matrix.py",
+    "test_store.py",
+    "test_store_migrate.py",
+    "test_stream_cuts.py",
+    "test_stream_fold.py",
+    "test_toolargs.py",
+    "test_ui_browser.py",
+    "test_url_entry_points.py",
+    "test_value_lessons.py",
+    "test_workers_cpus.py",
+})
+"""Test modules that start processes, servers, real clients, PostgreSQL or a browser, or run long
+properties: each takes seconds. Everything else is the unit tier, ``pytest -m "not integration"``,
+which runs in under a minute on two cores; a new module is in it until it is listed here."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if item.path.resolve().relative_to(here).as_posix() in INTEGRATION:
+            item.add_marker(pytest.mark.integration)
