@@ -111,6 +111,21 @@ def pg_url(pg_cluster: Any) -> str:
     return str(pg_cluster.create_database(f"t_{secrets.token_hex(6)}"))
 
 
+@pytest.fixture(scope="module")
+def proxy(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One proxy in front of the emulators for a test module, with a HERMES_HOME (seal key,
+    logs) of its own."""
+    from _proxy import running_proxy
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HERMES_HOME", str(tmp_path_factory.mktemp("proxy-home")))
+    try:
+        with running_proxy(emulator) as px:
+            yield px
+    finally:
+        mp.undo()
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     """The fuzz run's seed (``tests/fuzzing.py``), so any failing run can be replayed."""
     from fuzzing import SEED, SEED_VAR

@@ -9,7 +9,6 @@ nothing and the route's real error comes back in Anthropic's error shape.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +27,6 @@ QUESTIONS = ('what is in this repository? #call=list_files{"path": "."} #call=li
              "and which of those are tests?")
 CASES = [("deepseek", "deepseek-v4-pro"), ("kimi", "kimi-k2.6"), ("glm", "glm-5.1"), ("gemini-openai", "gemini-3-pro-preview"),
          ("openrouter", "deepseek/deepseek-v4"), ("openrouter", "anthropic/claude-sonnet-4.5")]
-
-
-@pytest.fixture(scope="module")
-def proxy(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    home = tmp_path_factory.mktemp("proxy-home")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HERMES_HOME", str(home))
-    try:
-        with running_proxy(emulator) as px:
-            yield px
-    finally:
-        mp.undo()
 
 
 def _client(base: str) -> anthropic.Anthropic:

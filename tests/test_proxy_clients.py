@@ -10,12 +10,12 @@ streaming) and ``langchain-openai``'s ``ChatOpenAI``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import openai
 import pytest
-from _proxy import ASK, langchain_loop, openai_loop, running_proxy
+from _proxy import ASK, langchain_loop, openai_loop
 
 from hermes.proxy.rewrite import REASONING_KEYS
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD
@@ -55,18 +55,6 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], bool], str | None]] = [
     ("copilot", "claude-sonnet-4.5", _opaque, None),
     ("copilot", "gemini-3-pro-preview", _opaque, None),
 ]
-
-
-@pytest.fixture(scope="module")
-def proxy(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    home = tmp_path_factory.mktemp("proxy-home")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HERMES_HOME", str(home))
-    try:
-        with running_proxy(emulator) as px:
-            yield px
-    finally:
-        mp.undo()
 
 
 def _run(client: str, base: str, model: str, stream: bool) -> None:
