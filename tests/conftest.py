@@ -163,6 +163,7 @@ INTEGRATION = frozenset({
     "test_drafts.py",
     "test_edits.py",
     "test_emulate_switch.py",
+    "test_model_notice.py",
     "test_emulator_openai.py",
     "test_fuzz.py",
     "test_gateway.py",

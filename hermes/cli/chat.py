@@ -256,6 +256,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     from ..runtime import Runtime
     from ..tools import ToolContext, load_toolbox
     from ._common import echo_json, ignored_key_warning
+    from .model_notice import unprofiled
 
     if resume and cont:
         raise click.UsageError("use --resume ID or --continue, not both")
@@ -284,6 +285,8 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         config = runtime.config
         sid, resolved = runtime.open(resume=resume, cont=cont, provider=provider, model=model, base_url=base_url,
                                      title=title or (query or (piped[0] if piped else ""))[:60])
+        if notice := unprofiled(resolved.model, runtime.table.profiles):
+            click.echo(notice, err=True)
         api_key = ignored_key_warning(resolved.route, api_key)
         key = runtime.key(resolved, api_key)
         ctx = ToolContext(allow_commands=allow_commands or config.allow_commands,

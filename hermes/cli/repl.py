@@ -12,6 +12,7 @@ import click
 from ..errors import HermesError
 from ..terminal import printable
 from ..urlpolicy import check_base_url
+from .model_notice import unprofiled
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -108,6 +109,8 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                                               base_url=url or None, check=admit)
                     agent.api_key = given
                     click.echo(f"now {resolved.route.key} · {resolved.model}", err=True)
+                    if notice := unprofiled(resolved.model, runtime.table.profiles):
+                        click.echo(notice, err=True)
                 elif cmd == "/undo":
                     from ..edits import undo
 
