@@ -152,6 +152,7 @@ INTEGRATION = frozenset({
     "test_claude_code.py",
     "test_cli_bad_input.py",
     "test_cli_core.py",
+    "test_cli_everyday.py",
     "test_cli_imports.py",
     "test_cli_models.py",
     "test_cli_polish.py",

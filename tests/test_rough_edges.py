@@ -134,7 +134,7 @@ def test_api_key_with_bedrock_is_said_to_be_ignored(emulator: Any, hermes_home: 
 
 
 def test_vertex_and_anthropic_vertex_are_told_apart(hermes_home: Path) -> None:
-    table = run(hermes_home, "routes", env={"COLUMNS": "250"}).stdout
+    table = run(hermes_home, "routes", "--wide", env={"COLUMNS": "250"}).stdout
     rows = {line.split("│")[1].strip(): line for line in table.splitlines() if line.count("│") > 3}
     assert "Gemini on Vertex AI" in rows["gemini-vertex (vertex)"]
     assert "Anthropic on Vertex AI" in rows["anthropic-vertex (vertex-anthropic)"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -24,6 +25,30 @@ def _carriers(r: Route) -> str:
         return "none (strict)"
     names = [SHORT_NAMES[c] for c in ("reasoning_content", "reasoning", "reasoning_details") if c in r.carriers]
     return "+".join(names) if names else "-"
+
+
+_NATIVE_BACK = {"anthropic": "own signed thinking", "bedrock": "reasoningContent",
+                "gemini": "own thought signatures", "openai_responses": "own encrypted items"}
+_FIELD_ORDER = ("reasoning_content", "reasoning", "reasoning_details")
+_NATIVE_SHORT = {"reasoning_opaque": "opaque", "reasoning_text": "text", "thought_signature": "thought sig",
+                 "tool_signatures": "tool sigs"}
+
+
+def goes_back(r: Route) -> str:
+    """What a route is sent back of earlier reasoning, in words for a line of ``hermes routes``."""
+    if r.wire != "openai_chat":
+        what = _NATIVE_BACK.get(r.wire, "native")
+        return what if r.policy in ("fields", "signed") else f"{what} ({r.policy})"
+    if r.strict:
+        return "nothing (strict)"
+    names = [SHORT_NAMES[c] for c in _FIELD_ORDER if c in r.carriers]
+    names += [_NATIVE_SHORT.get(n, n) for n in sorted(r.native)]
+    what = "+".join(names) or "nothing"
+    if r.must_echo:
+        what += ", must echo"
+    elif r.must_echo_models:
+        what += ", some must echo"
+    return what
 
 
 def row_dict(r: Route) -> dict[str, Any]:
@@ -56,9 +81,14 @@ def profile_dict(p: Profile) -> dict[str, Any]:
 
 @click.group(invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+@click.option("--wide", is_flag=True, help="Every column: -p names, carriers, must-echo models, native fields, "
+                                           "keep-thinking switches, hosts (needs a wide terminal).")
 @click.pass_context
-def routes(ctx: click.Context, as_json: bool) -> None:
+def routes(ctx: click.Context, as_json: bool, wide: bool) -> None:
     """The route table: which reasoning fields each provider route is sent back.
+
+    One line per route: its -p name, what it is, its wire and what goes back; --wide for
+    every column, `hermes routes explain -p NAME -m MODEL` for one row in full.
 
     Names that look alike are different routes: -p vertex is Gemini on Vertex AI, while
     Claude on Vertex AI is -p anthropic-vertex (`hermes routes explain` says which row a
@@ -70,6 +100,9 @@ def routes(ctx: click.Context, as_json: bool) -> None:
     table = route_table()
     if as_json:
         echo_json([row_dict(r) for r in table])
+        return
+    if not wide:
+        _short(table)
         return
     from rich.console import Console
     from rich.table import Table
@@ -94,6 +127,26 @@ def routes(ctx: click.Context, as_json: bool) -> None:
     import shutil
 
     Console(width=max(shutil.get_terminal_size((160, 24)).columns, 120)).print(t)
+
+
+def _short(table: Sequence[Route]) -> None:
+    """One line per route, its last cell cut to the terminal's width: readable at 80 columns."""
+    import shutil
+    import textwrap
+
+    from ..terminal import printable
+
+    rows = [("route (-p)", "wire", "sent back", "what")]
+    rows += [(r.key, r.wire, goes_back(r), r.label) for r in table]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    room = max(shutil.get_terminal_size((100, 24)).columns - sum(widths) - 6, 12)
+    for row in rows:
+        last = row[3] if len(row[3]) <= room else row[3][:room - 1] + "…"
+        click.echo(printable("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + last))
+    note = ("RC = reasoning_content, R = reasoning, RD = reasoning_details. -p takes other names too "
+            "(`hermes routes --wide`). Look-alikes differ: -p vertex is Gemini on Vertex AI, Claude on Vertex AI "
+            "is -p anthropic-vertex.")
+    click.echo("\n" + "\n".join(textwrap.wrap(note, width=max(room + sum(widths) + 6, 40))))
 
 
 @routes.command()

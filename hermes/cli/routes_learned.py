@@ -9,11 +9,14 @@ provider fixed its schema.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._common import echo_json
+
+if TYPE_CHECKING:
+    from ..store.records import Capability
 
 __all__ = ["forget", "learned"]
 
@@ -26,10 +29,27 @@ def _value(kind: str, value: Any) -> str:
     return str(value)
 
 
+def _rejection(c: Capability) -> bool:
+    """A lesson taught by a refusal (it carries the HTTP status that taught it); token-count
+    calibrations and other observations do not."""
+    return isinstance((c.evidence or {}).get("status"), int)
+
+
+def _calibration(c: Capability) -> str:
+    v = c.value if isinstance(c.value, dict) else {}
+    ev = c.evidence or {}
+    seen = f"; last answer: {ev['reported']:,} tokens reported, {ev['estimated']:,} estimated" \
+        if isinstance(ev.get("reported"), int) and isinstance(ev.get("estimated"), int) else ""
+    return f"  {c.kind}: estimate x {v.get('factor', '?')} after {v.get('n', '?')} answer(s){seen}"
+
+
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the ledger as JSON.")
-def learned(as_json: bool) -> None:
-    """What routes have taught Hermes: fields to stop sending, blobs to stop replaying."""
+@click.option("--json", "as_json", is_flag=True, help="Print the ledger as JSON (every entry).")
+@click.option("--all", "everything", is_flag=True,
+              help="Also show what was observed rather than refused: the token estimate's factor per model.")
+def learned(as_json: bool, everything: bool) -> None:
+    """What routes have taught Hermes: fields to stop sending, blobs to stop replaying, each with
+    the refusal that taught it. Token-count calibrations are counted in one line (--all lists them)."""
     from ..store import open_store
 
     with open_store() as store:
@@ -38,15 +58,22 @@ def learned(as_json: bool) -> None:
         echo_json([{"provider": c.provider, "host": c.host, "model": c.model, "kind": c.kind, "value": c.value,
                     "evidence": c.evidence, "created": c.created, "updated": c.updated} for c in rows])
         return
-    if not rows:
-        click.echo("nothing learned yet")
-        return
-    for c in rows:
+    shown = [c for c in rows if everything or _rejection(c)]
+    if not shown:
+        click.echo("nothing learned yet: no route refused a field or a blob")
+    for c in shown:
+        click.echo(f"{c.provider} @ {c.host} / {c.model}")
+        if not _rejection(c):
+            click.echo(_calibration(c))
+            continue
         ev = c.evidence or {}
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(ev.get("time") or c.updated)))
-        click.echo(f"{c.provider} @ {c.host} / {c.model}")
         click.echo(f"  {c.kind}: {_value(c.kind, c.value)}")
-        click.echo(f"  evidence: HTTP {ev.get('status', '?')} at {when}: {str(ev.get('error', ''))[:160]}")
+        click.echo(f"  evidence: HTTP {ev['status']} at {when}: {str(ev.get('error', ''))[:160]}")
+    hidden = len(rows) - len(shown)
+    if hidden:
+        click.echo(f"(and {hidden} token-count calibration{'s' if hidden != 1 else ''} from reported usage, "
+                   "not refusals: --all lists them)")
 
 
 @click.command()
