@@ -101,6 +101,48 @@ def test_an_unchanged_prefix_keeps_every_block(emulator: Any) -> None:
     assert ex.response.message.text and len(emulator.requests("anthropic")[n:]) == 1
 
 
+@pytest.mark.usefixtures("aws_env")
+def test_bedrock_a_rewritten_prefix_drops_the_blocks_not_the_request(emulator: Any) -> None:
+    """Bedrock runs Fable 5.1's prefix check too (AWS's "Preserved thinking" page): the opt-in
+    rides in ``additionalModelRequestFields``, its beta in ``anthropic_beta``."""
+    model = "us.anthropic.claude-fable-5-1-v1:0"
+    history = _rewritten(_loop(emulator, "bedrock", model))
+    target = resolve("bedrock", emulator.url("bedrock"), model)
+    n = len(emulator.requests("bedrock"))
+    ex = provider.complete(target, history, tools=TOOLS, settings=Settings(effort="high"), api_key="k")
+    assert ex.response.message.parts, "answered on the first request"
+    sent = emulator.requests("bedrock")[n:]
+    assert len(sent) == 1
+    extra = sent[0]["body"]["additionalModelRequestFields"]
+    assert extra["thinking"]["block_binding"] == {"prefix_mismatch_behavior": "drop_block"}
+    assert "reasoningContent" in sent[0]["body"]["messages"][1]["content"][0], "the blocks still go back"
+
+    def unbound(b: dict[str, Any]) -> dict[str, Any]:
+        thinking = {k: v for k, v in b["additionalModelRequestFields"]["thinking"].items() if k != "block_binding"}
+        return {**b, "additionalModelRequestFields": {**b["additionalModelRequestFields"], "thinking": thinking}}
+
+    with pytest.raises(ProviderHTTPError) as err:
+        provider.complete(target, history, tools=TOOLS, settings=Settings(effort="high"), api_key="k",
+                          body_hook=unbound)
+    assert err.value.status == 400
+    assert ("messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different "
+            "conversation.") in str(err.value)
+
+
+@pytest.mark.usefixtures("aws_env")
+def test_bedrock_an_unchanged_prefix_keeps_every_block(emulator: Any) -> None:
+    model = "us.anthropic.claude-fable-5-1-v1:0"
+    history = [*_loop(emulator, "bedrock", model), Message.user("and now?")]
+    target = resolve("bedrock", emulator.url("bedrock"), model)
+
+    def unbound(b: dict[str, Any]) -> dict[str, Any]:
+        return {**b, "additionalModelRequestFields": {"thinking": {"type": "adaptive"}}}
+
+    ex = provider.complete(target, history, tools=TOOLS, settings=Settings(effort="high"), api_key="k",
+                           body_hook=unbound)
+    assert ex.response.message.parts
+
+
 def test_bedrock_asks_the_same_of_a_prefix_bound_model() -> None:
     from hermes.wire.bedrock import thinking_fields
 

@@ -13,7 +13,10 @@ What it checks, like the service (the Converse API reference and its observed er
 * Claude: every ``reasoningText`` carries a signature minted for this model and text (HMAC,
   byte-exact), ``redactedContent`` likewise; with thinking on, the final assistant tool turn
   must start with reasoning; 5-generation models refuse a reasoning-only assistant turn
-  (prefill);
+  (prefill); a prefix-checking model (AWS's "Preserved thinking" page: Fable 5.1 runs the
+  check, Mythos 5.1 does not) refuses a block whose prefix (system, tools, earlier messages)
+  changed, unless ``additionalModelRequestFields`` opts into ``drop_block`` with its beta in
+  ``anthropic_beta``;
 * other models refuse any ``signature`` or ``redactedContent``.
 
 Errors are ``ValidationException`` (400) etc. with the ``x-amzn-ErrorType`` header and a
@@ -40,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from .claude_facts import refusal
+from .claude_facts import BINDING_BETA, PREFIX_BOUND, refusal
 from .core import EmulatorState, Personality, register
 from .script import next_step
 
@@ -60,6 +63,10 @@ _NO_PREFILL = re.compile(r"claude-[a-z]+-[5-9](?![0-9])")
 _ANTHROPIC_TYPE = {"text": "text", "toolUse": "tool_use", "toolResult": "tool_result", "image": "image",
                    "document": "document", "reasoningContent": "thinking"}
 _WRAP = "The model returned the following errors: "
+_BOUND = ("Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the "
+          'block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".')
+_TAG = "~"
+"""Separates a prefix-checking model's signature from its prefix tag (the tag binds the prefix)."""
 
 
 class AwsError(Exception):
@@ -125,6 +132,41 @@ def _redacted_ok(state: EmulatorState, model: str, data: str) -> bool:
         return False
     seed, _, sig = raw.partition("|")
     return state.verify("bedrock", model, "redacted:" + seed, sig, prefix="Rd")
+
+
+def checks_prefix(model: str) -> bool:
+    """Whether Bedrock runs the prefix check for ``model`` (Mythos records the binding, unchecked)."""
+    m = model.lower()
+    return bool(PREFIX_BOUND.search(m)) and "mythos" not in m
+
+
+def prefix_of(body: Mapping[str, Any], messages: Sequence[Any]) -> str:
+    """The digest a block is bound to: system, tools and the messages before it."""
+    data = {"system": body.get("system"), "tools": (body.get("toolConfig") or {}).get("tools"),
+            "messages": list(messages)}
+    return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _prefix_tag(state: EmulatorState, model: str, prefix: str) -> str:
+    return state.mint("bedrock.prefix", model, prefix, prefix="")[:22]
+
+
+def _unbound(state: EmulatorState, model: str, body: Mapping[str, Any], n: int, signature: str) -> bool:
+    """Whether the block at ``messages.n`` with ``signature`` was made under another prefix."""
+    _, _, tag = signature.partition(_TAG)
+    return tag != _prefix_tag(state, model, prefix_of(body, body["messages"][:n]))
+
+
+def _drops_unbound(extra: Mapping[str, Any]) -> bool:
+    """The request opts into ``drop_block``; ``block_binding`` without its beta is refused."""
+    thinking = extra.get("thinking")
+    binding = thinking.get("block_binding") if isinstance(thinking, Mapping) else None
+    if binding is None:
+        return False
+    if BINDING_BETA not in (extra.get("anthropic_beta") or ()):
+        raise _invalid(f"{_WRAP}thinking.block_binding: setting it requires the `{BINDING_BETA}` value in "
+                       "`anthropic_beta`.")
+    return isinstance(binding, Mapping) and binding.get("prefix_mismatch_behavior") == "drop_block"
 
 
 def validate(state: EmulatorState, model: str, body: Any, reject: Collection[str] = ()) -> None:
@@ -195,6 +237,7 @@ def _validate_claude(state: EmulatorState, model: str, body: Mapping[str, Any]) 
     if (why := refusal(model, thinking.get("type") if isinstance(thinking, Mapping) else None)) is not None:
         raise _invalid(why)
     messages = body["messages"]
+    drop = _drops_unbound(body.get("additionalModelRequestFields") or {})
     for n, k, role, b in _blocks(body):
         rc = b.get("reasoningContent")
         if rc is None:
@@ -208,8 +251,11 @@ def _validate_claude(state: EmulatorState, model: str, body: Mapping[str, Any]) 
         rt = rc["reasoningText"]
         if not rt.get("signature"):
             raise _invalid(f"{_WRAP}messages.{n}.content.{k}.thinking.signature: Field required")
-        if not state.verify("bedrock", model, str(rt.get("text", "")), str(rt["signature"])):
+        sig = str(rt["signature"])
+        if not state.verify("bedrock", model, str(rt.get("text", "")), sig.partition(_TAG)[0]):
             raise _invalid(f"{_WRAP}messages.{n}.content.{k}: Invalid `signature` in `thinking` block")
+        if checks_prefix(model) and _unbound(state, model, body, n, sig) and not drop:
+            raise _invalid(f"{_WRAP}messages.{n}.content.{k}: {_BOUND}")
     if _NO_PREFILL.search(model.lower()):
         for msg in messages:
             if msg["role"] == "assistant" and all("reasoningContent" in b for b in msg["content"]):
@@ -278,6 +324,8 @@ def response_payload(state: EmulatorState, model: str, body: Mapping[str, Any]) 
         rt: dict[str, Any] = {"text": step.reasoning}
         if "claude" in model.lower():
             rt["signature"] = state.mint("bedrock", model, step.reasoning)
+            if PREFIX_BOUND.search(model.lower()):  # bound to what came before the answer
+                rt["signature"] += _TAG + _prefix_tag(state, model, prefix_of(body, body["messages"]))
         content.append({"reasoningContent": {"reasoningText": rt}})
         if "claude" in model.lower() and "redact" in model.lower():
             seed = hashlib.sha256(step.reasoning.encode()).hexdigest()[:16]
