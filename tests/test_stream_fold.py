@@ -404,181 +404,21 @@ def test_sse_events_keep_a_split_crlf_as_one_line_end() -> None:
         assert list(sse_events([body[:at], body[at:]])) == [("message", "a"), ("message", "b")], at
 
 
-# ----------------------------------------------------------------------------- batches == events
+# ----------------------------------------------------------------------------- a row's own paths
 
-_ENVELOPE = {"id": "gen-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-_frag_value = st.one_of(st.none(), st.sampled_from(["", "anthropic-claude-v1", "sig"]), st.integers(0, 1),
-                        st.just(0.0), st.booleans(), st.just([1]))
-_BASES = [{"type": "reasoning.text", "text": "", "format": "anthropic-claude-v1", "index": 0},
-          {"type": "reasoning.text", "text": "", "index": 0},
-          {"type": "reasoning.text", "text": "", "signature": None, "index": 1},
-          {"type": "reasoning.text", "text": "", "index": 0, "summary": "s"},
-          {"type": "reasoning.summary", "summary": "", "index": 0},
-          {"type": "reasoning.text", "text": "", "index": 0, "n": 1}]
-
-
-@st.composite
-def _near_fragment(draw: st.DrawFn) -> dict[str, Any]:
-    """A ``reasoning_details`` fragment: one of a few common ones with new text, or a near
-    miss of one: another index (``0.0`` / ``False`` / ``"0"`` for ``0``), a member changed to
-    another value or type, a member added or removed, a text that is not text."""
-    e = dict(draw(st.sampled_from(_BASES)))
-    e["text"] = draw(_txt)
-    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
-        k = draw(st.sampled_from(["index", "type", "format", "signature", "summary", "text", "extra"]))
-        if k == "index":
-            e[k] = draw(st.sampled_from([0.0, False, True, "0", None, 2]))
-        elif k == "type":
-            e[k] = draw(st.sampled_from(["reasoning.encrypted", 7]))
-        elif k == "text" and draw(st.booleans()):
-            e.pop(k, None)
-        else:
-            e[k] = draw(_frag_value)
-    return e
-
-
-_text_pair = st.tuples(_txt, _txt)
-_chat_delta = st.one_of(
-    st.builds(lambda t, f, role: {**({"role": "assistant", "content": ""} if role else {}), "reasoning": t,
-                                  "reasoning_details": [f]}, _txt, _near_fragment(), st.booleans()),
-    st.builds(lambda t: {"reasoning": t}, _txt),
-    st.builds(lambda t: {"reasoning_content": t}, _txt),
-    st.builds(lambda p: {"reasoning_content": p[0], "reasoning": p[1]}, _text_pair),
-    st.builds(lambda p: {"reasoning": p[0], "reasoning_content": p[1]}, _text_pair),
-    st.builds(lambda t: {"content": t}, _txt),
-    st.builds(lambda t: {"content": t, "refusal": "no"}, _txt),
-    st.builds(lambda f: {"reasoning_details": [f]}, _near_fragment()),
-    st.builds(lambda f, g: {"reasoning_details": [f, g]}, _near_fragment(), _near_fragment()),
-    st.builds(lambda i, a: {"tool_calls": [{"index": i, "function": {"arguments": a}}]},
-              st.sampled_from([0, 0, 1, 2, "1"]), st.one_of(_txt, st.just(""), st.just({"a": 1}))),
-    st.builds(lambda i, a: {"tool_calls": [{"index": i, "id": f"mid_{i}", "function": {"arguments": a}}]},
-              st.integers(0, 2), _txt),
-    st.builds(lambda i, n: {"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function",
-                                            "function": {"name": n, "arguments": ""}}]},
-              st.integers(0, 2), st.sampled_from(["ls", "cat"])),
-    st.builds(lambda i, a: {"tool_calls": [{"index": i, "function": {"arguments": a},
-                                            "extra_content": {"google": {"thought_signature": "s"}}}]},
-              st.integers(0, 2), _txt),
-    st.builds(lambda i, a: {"tool_calls": [{"index": i, "function": {"arguments": a, "thought_signature": "s"}}]},
-              st.integers(0, 2), _txt),
-    st.builds(lambda i, a, j: {"tool_calls": [{"index": i, "function": {"arguments": a}},
-                                              {"index": j, "function": {"arguments": a}}]},
-              st.integers(0, 2), _txt, st.integers(0, 2)),
-    st.builds(lambda t: {"content": [{"type": "text", "text": t}]}, _txt),
-    st.builds(lambda t: {"content": t, "sig": {"text": "S"}}, _txt),  # a row's own text_signature path
-    st.builds(lambda i, a: {"tool_calls": [{"index": i, "function": {"arguments": a}, "meta": {"sig": "S"}}]},
-              st.integers(0, 2), _txt),  # a row's own call_signature path
-    st.just({"reasoning_text": "copilot", "reasoning_opaque": "op"}),
-    st.just({"extra_content": {"google": {"thought_signature": "s"}}}),
-    st.just({}),
-)
-
-
-@st.composite
-def _chat_events(draw: st.DrawFn) -> list[str]:
-    """Data of chat chunks: runs of OpenRouter's reasoning + details chunks (a near miss now
-    and then), the other common shapes and every other kind of chunk, and in some streams a
-    fault (an error object, a chunk that is not JSON or of the wrong shape)."""
-    out: list[str] = []
-    faults = draw(st.booleans())
-    for _ in range(draw(st.integers(0, 12))):
-        kind = draw(st.sampled_from(["run", "run", "delta", "delta", "finish", "usage", "usage_null", "done"]
-                                    + (["fault"] * 2 if faults else [])))
-        chunks: list[Any] = []
-        if kind == "run":
-            base = draw(st.sampled_from(_BASES))
-            for _ in range(draw(st.integers(1, 6))):
-                frag = {**base, "text": draw(_txt)}
-                twin = draw(st.sampled_from([None, None, None, "near", "index", "n"]))
-                if twin == "near":
-                    frag = draw(_near_fragment())
-                elif twin is not None:  # equal by == to the base's value, but not the same JSON
-                    frag[twin] = draw(st.sampled_from([0.0, False, 1.0, True]))
-                chunks.append({"reasoning": draw(_txt), "reasoning_details": [frag]})
-            chunks = [{**_ENVELOPE, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in chunks]
-        elif kind == "delta":
-            chunks = [{**_ENVELOPE, "choices": [{"index": 0, "delta": draw(_chat_delta), "finish_reason": None}]}]
-        elif kind == "finish":
-            chunks = [{**_ENVELOPE, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
-        elif kind in ("usage", "usage_null"):
-            chunks = [{**_ENVELOPE, "choices": [{"index": 0, "delta": draw(_chat_delta)}],
-                       "usage": {"completion_tokens": 3} if kind == "usage" else None}]
-        elif kind == "done":
-            out.append("[DONE]")
-        else:
-            delta = {"index": 0, "delta": {"content": "x"}, "finish_reason": None}
-            chunks = [draw(st.sampled_from([{**_ENVELOPE, "error": {"message": "overloaded"}}, {"choices": {"0": 1}},
-                                            {"choices": [delta], "error": {"message": "overloaded"}},
-                                            {"choices": [{**delta, "delta": {"tool_calls": [
-                                                {"index": True, "function": {"arguments": "x"}}]}}]},
-                                            {"choices": [1]}, {"choices": [{"delta": [1]}]},
-                                            {"choices": [{"delta": "x"}]}, [1], "x"]))]
-            if draw(st.booleans()):
-                out.append('{"choices": [')
-        out += [orjson.dumps(c).decode() for c in chunks]
-    # name every call an arguments fragment opened (else the turn is refused), then finish
-    out += [orjson.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": i, "function": {"name": "ls"}}]}}]}).decode() for i in range(3)]
-    if draw(st.integers(0, 9)):
-        out.append(orjson.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).decode())
-    return out
-
-
-def _fold_or_error(datas: list[str], groups: list[int], think: bool, own_paths: bool = False) -> tuple[str, Any]:
-    """The stored turn (or the error) from ``datas`` decoded in batches of the sizes ``groups``
-    (an empty ``groups``: event by event); ``own_paths``: a row whose signature paths are its
+def _fold(datas: list[str]) -> tuple[str, Any]:
+    """The stored turn (or the error) from ``datas`` on a row whose signature paths are its
     own, not the built-in table's."""
-    paths = {"call_signature": "meta.sig", "text_signature": "sig.text"} if own_paths else {}
-    dec, acc = ChatDecoder(think_tags=think, **paths), Accumulator(ORIGIN)
-    events = [("message", d) for d in datas]
+    dec, acc = ChatDecoder(call_signature="meta.sig", text_signature="sig.text"), Accumulator(ORIGIN)
     try:
-        if not groups:
-            for event, data in events:
-                acc.feed_all(dec.decode_event(event, data))
-        else:
-            at = 0
-            for size in itertools.cycle(groups):
-                if at >= len(events):
-                    break
-                acc.feed_all(dec.decode_events(events[at:at + size]))
-                at += size
-        r = acc.result()
+        r = acc.feed_all(dec.decode_events([("message", d) for d in datas])).result()
     except StreamError as e:
         return "error", str(e)
     return "turn", (dumps(r.message), r.finish_reason, dict(r.usage))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(datas=_chat_events(), groups=st.lists(st.integers(1, 12), min_size=1, max_size=5), think=st.booleans(),
-       own_paths=st.booleans())
-def test_chat_batches_decode_like_events_one_by_one(datas: list[str], groups: list[int], think: bool,
-                                                    own_paths: bool) -> None:
-    """The joined hot path (``decode_events``) against ``decode_event`` on each chunk, on
-    streams that mix the common chunk shapes with every near miss and every other kind of
-    chunk: the same stored turn, or an error either way, however the events are grouped.
-    (Which error is named may differ when a stream has two faults: a fragment the fold
-    refuses is refused when it is folded, which for a batch is after the batch decoded.)"""
-    batched, alone = _fold_or_error(datas, groups, think, own_paths), _fold_or_error(datas, [], think, own_paths)
-    assert batched[0] == alone[0], (batched, alone)
-    if alone[0] == "turn":
-        assert batched == alone
-
-
-def test_most_generated_chat_streams_fold_to_a_turn() -> None:
-    """The property above compares stored turns, not only errors, in a good share of streams."""
-    turns = []
-
-    @settings(max_examples=200, deadline=None, database=None, derandomize=True)
-    @given(datas=_chat_events())
-    def count(datas: list[str]) -> None:
-        turns.append(_fold_or_error(datas, [], False)[0] == "turn")
-
-    count()
-    assert sum(turns) > len(turns) // 5, (sum(turns), len(turns))
-
-
-def test_batches_read_signatures_at_the_rows_own_paths() -> None:
-    """A row with its own signature paths: a chunk carrying one there is never joined past it."""
+def test_signatures_are_read_at_the_rows_own_paths() -> None:
+    """A row with its own signature paths: the text and call signatures are read there."""
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
         return orjson.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).decode()
 
@@ -587,9 +427,8 @@ def test_batches_read_signatures_at_the_rows_own_paths() -> None:
              chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
              chunk({"tool_calls": [{"index": 0, "function": {"arguments": ""}, "meta": {"sig": "T"}}]}),
              chunk({}, "tool_calls")]
-    batched = _fold_or_error(datas, [len(datas)], False, own_paths=True)
-    assert batched == _fold_or_error(datas, [], False, own_paths=True)
-    assert batched[0] == "turn"
-    turn = orjson.loads(batched[1][0])
+    folded = _fold(datas)
+    assert folded[0] == "turn"
+    turn = orjson.loads(folded[1][0])
     assert turn["parts"][0]["native"]["thought_signature"] == "S"
     assert turn["parts"][0]["native"]["tool_signatures"] == [["c1", "T"]]

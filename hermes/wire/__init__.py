@@ -52,9 +52,7 @@ class Decoder(Protocol):
     def decode_event(self, event: str, data: Any) -> list[Delta]: ...
 
     def decode_events(self, events: Sequence[tuple[str, Any]]) -> list[Delta]:
-        """The events one network read completed, in order. May join their pieces into fewer
-        deltas (the chat wire does), but the fold of the result must be the fold of
-        ``decode_event`` on each: that is what keeps a stream cut anywhere == whole."""
+        """The events one network read completed, in order: what ``decode_event`` on each gives."""
         ...
 
     def from_wire(self, payload: Any) -> list[Delta]: ...

@@ -173,11 +173,9 @@ class ChatDecoder:
         return out
 
     def decode_events(self, events: Sequence[tuple[str, str]]) -> list[Delta]:
-        """Several events at once (the stream's hot path, ``chat_batch``): folds to what
-        ``decode_event`` of each folds to."""
-        from .chat_batch import decode_batch  # it reads this module's signature paths
-
-        return decode_batch(self, events)
+        """The events of one network read, each decoded in order."""
+        decode = self.decode_event
+        return [d for event, data in events for d in decode(event, data)]
 
     # --- shared body --------------------------------------------------------------------
     def _message(self, m: Mapping[str, Any], out: list[Delta], whole: bool) -> None:
