@@ -48,7 +48,8 @@ from .routes import (
 )
 from .tomlfile import check_bool, check_choice, read_once, read_toml
 
-__all__ = ["Resolved", "Table", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve"]
+__all__ = ["Resolved", "Table", "host_matches", "is_local_host", "load_table", "parse_base_url", "resolve",
+           "route_named"]
 
 _DEFAULT_PROFILE = Profile()
 
@@ -158,6 +159,14 @@ def _unknown_hint(table: Sequence[Route], name: str) -> str:
     names = sorted({r.key for r in table} | {p for r in table for p in r.providers})
     close = difflib.get_close_matches(name.lower(), names, n=1) or [r.key for r in alikes]
     return (f"did you mean {close[0]!r}? " if close else "") + "`hermes routes` lists them"
+
+
+def route_named(table: Sequence[Route], name: str) -> Route:
+    """The row ``-p name`` picks; an unknown name is refused with the did-you-mean ``-p`` gets."""
+    row = _by_name(table, name)
+    if row is None:
+        raise RouteError(f"unknown provider {name!r}", hint=_unknown_hint(table, name))
+    return row
 
 
 def resolve(

@@ -5,13 +5,17 @@ piped stdin appended to ``-q``, ``--system``."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pexpect
 from _cli import CANARY
+from _loopback import Seen, Upstream
 
 from hermes.routes import ROUTES
 
@@ -66,3 +70,78 @@ def test_learned_shows_refusals_and_counts_calibrations(hermes_home: Path, emula
     every = run(hermes_home, "routes", "learned", "--all").stdout
     assert "deepseek @ 127.0.0.1 / deepseek-v4" in every and "token_factor: estimate x" in every
     assert "HTTP ?" not in every
+
+
+# --- hermes keys: a 0600 file, read by the key lookup ---------------------------------------------
+
+SAVED = "sk-saved-5c4b3a29181706f5e4d3"
+ENV_KEY = "sk-env-0a1b2c3d4e5f60718293"
+
+
+def _answer(seen: Seen, h: BaseHTTPRequestHandler) -> None:
+    body = orjson.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": "deepseek-v4",
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                                      "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
+    h.send_response(200)
+    h.send_header("content-type", "application/json")
+    h.send_header("content-length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+def test_keys_set_writes_a_0600_file_the_lookup_reads(hermes_home: Path, tmp_path: Path) -> None:
+    r = run(hermes_home, "keys", "set", "deepseek", input=SAVED + "\n", key=None)
+    assert r.returncode == 0, r.stderr
+    assert SAVED not in r.stdout + r.stderr
+    path = hermes_home / "keys.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert not (hermes_home / "config.toml").exists()
+    listed = run(hermes_home, "keys", "list", key=None)
+    assert SAVED not in listed.stdout and "deepseek" in listed.stdout and SAVED[-4:] in listed.stdout
+    assert "keys file" in listed.stdout
+
+    with Upstream(_answer) as up:
+        chat = ("chat", "-q", "hi", "-p", "deepseek", "-m", "deepseek-v4", "-u", up.url, "--no-stream", "--json")
+        assert run(hermes_home, *chat, key=None, cwd=tmp_path).returncode == 0
+        assert run(hermes_home, *chat, key=ENV_KEY, cwd=tmp_path).returncode == 0  # HERMES_API_KEY: a catch-all
+        assert run(hermes_home, *chat, key=None, env={"DEEPSEEK_API_KEY": ENV_KEY}, cwd=tmp_path).returncode == 0
+        sent = [s.headers.get("authorization") for s in up.seen]
+    assert sent == [f"Bearer {SAVED}", f"Bearer {SAVED}", f"Bearer {ENV_KEY}"], "the route's variable wins"
+    shadowed = run(hermes_home, "keys", "list", key=None, env={"DEEPSEEK_API_KEY": ENV_KEY}).stdout
+    assert "DEEPSEEK_API_KEY" in shadowed and "not used" in shadowed and ENV_KEY not in shadowed
+
+    for db in hermes_home.glob("state.db*"):
+        assert SAVED.encode() not in db.read_bytes()
+    for log in (hermes_home / "logs").glob("*"):
+        assert SAVED not in log.read_text()
+
+
+def test_keys_set_refuses_what_it_cannot_use(hermes_home: Path) -> None:
+    r = run(hermes_home, "keys", "set", "deepsek", input=SAVED + "\n")
+    assert r.returncode == 1 and "did you mean 'deepseek'" in r.stderr
+    r = run(hermes_home, "keys", "set", "deepseek", input="\n")
+    assert r.returncode == 1 and "no key given" in r.stderr and not (hermes_home / "keys.json").exists()
+    r = run(hermes_home, "keys", "set", "bedrock", input=SAVED + "\n")
+    assert r.returncode == 1 and "AWS" in r.stderr
+
+
+def test_a_keys_file_others_can_read_is_refused(hermes_home: Path) -> None:
+    assert run(hermes_home, "keys", "set", "deepseek", input=SAVED + "\n").returncode == 0
+    (hermes_home / "keys.json").chmod(0o644)
+    r = run(hermes_home, "chat", "-q", "hi", "-p", "deepseek", "-m", "deepseek-v4", key=None)
+    assert r.returncode == 1 and "can be read by other users" in r.stderr and "chmod 600" in r.stderr
+    assert SAVED not in r.stderr
+
+
+def test_keys_set_on_a_terminal_never_echoes(hermes_home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(HERMES_HOME=str(hermes_home), TERM="xterm")
+    child = pexpect.spawn(sys.executable, ["-m", "hermes", "keys", "set", "kimi"], env=env, encoding="utf-8",
+                          timeout=60)
+    child.expect("key for kimi")
+    child.sendline(SAVED)
+    child.expect(pexpect.EOF)
+    shown = (child.before or "") + (child.after if isinstance(child.after, str) else "")
+    assert SAVED not in shown and "saved the key for kimi" in shown
+    assert orjson.loads((hermes_home / "keys.json").read_bytes()) == {"kimi": SAVED}

@@ -53,6 +53,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cli/chat.py", "bedrock"): MESSAGE,
     ("cli/chat.py", "aws"): MESSAGE,
     ("cli/proxy.py", "deepseek"): "an example in an error message",
+    ("cli/routes.py", "anthropic"): WIRE_FAMILIES,
+    ("cli/routes.py", "bedrock"): WIRE_FAMILIES,
+    ("cli/keys_cmd.py", "aws"): AUTH,
+    ("cli/keys_cmd.py", "bedrock"): MESSAGE,
     **{("cli/routes.py", n): "help text telling the two Vertex routes apart"
        for n in ("vertex", "anthropic-vertex", "claude", "gemini")},
     ("gateway/compat.py", "openai"): "the OpenAI-compatible facade's name",

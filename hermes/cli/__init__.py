@@ -23,6 +23,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "sessions": ("hermes.cli.sessions", "sessions", "List, show, branch, compress, export or delete sessions."),
     "replay": ("hermes.cli.replay", "replay", "Dry run: the exact reasoning fields a route would be sent, and why."),
     "routes": ("hermes.cli.routes", "routes", "The route table: which reasoning fields each provider gets back."),
+    "keys": ("hermes.cli.keys_cmd", "keys", "Save a provider's key (0600 file, never config.toml); list keys, masked."),
     "models": ("hermes.cli.models", "models", "Model facts: thinking style, efforts, context; what one model is sent."),
     "logs": ("hermes.cli.logs", "logs", "Show (or follow) the request log: which fields went where."),
     "emulate": ("hermes.cli.emulate", "emulate", "Serve loopback emulators of every provider route."),
