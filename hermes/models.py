@@ -75,6 +75,9 @@ class Profile:
     """Effort values the model accepts (None: any); another value is not sent at all."""
     call_ids: bool = False
     """Function calls and their results carry ids (Gemini 3); else they pair by name and order."""
+    own_signatures: bool = False
+    """Takes back only thought signatures this same model minted (Gemma: a Gemini model's is a
+    400, whatever the row's blob scope), and checks none, so a call without one gets no skip."""
 
     def takes_effort(self, value: str) -> bool:
         return self.efforts is None or value in self.efforts
@@ -115,6 +118,7 @@ class ProfileRow:
     prior_turns: Literal["all", "loop"] | None = None
     efforts: tuple[str, ...] | None = None
     call_ids: bool | None = None
+    own_signatures: bool | None = None
     source: str = "builtin"
     cite: str = ""
     """Where the row's facts come from, in a few words (the full evidence is in docs/models.md)."""
@@ -225,6 +229,9 @@ PROFILES: tuple[ProfileRow, ...] = (
     ProfileRow(("gemini-2.5-pro*",), min_budget=128, can_disable=False),
     ProfileRow(("gemini-2.5*",), thinking="budget", budgets=_GEMINI_BUDGETS),
     ProfileRow(("gemini-*",), context_window=1_048_576, tokens="ratio:o200k"),
+    # Gemma, wherever Google serves it, reads no Gemini signature and validates none of its own.
+    ProfileRow(("gemma-*",), own_signatures=True,
+               cite="hermes-agent#36907: a gemini-3-flash signature replayed to gemma-4-31b-it is a 400"),
     # --- OpenAI --------------------------------------------------------------------------------
     ProfileRow(_OPENAI_O, context_window=200_000, prior_turns="loop", efforts=("low", "medium", "high"),
                cite='pydantic-ai cassette test_openrouter_thinking_false_on_always_on_route: o3 takes low|medium|high'),

@@ -17,7 +17,7 @@ from .tomlfile import check_bool, check_choice
 __all__ = ["profile_row_from_toml"]
 
 _INT = {"min_budget", "max_tokens", "thinking_max_tokens", "context_window"}
-_BOOL = {"can_disable", "thinks_unasked", "interleaved", "prefix_bound", "call_ids"}
+_BOOL = {"can_disable", "thinks_unasked", "interleaved", "prefix_bound", "call_ids", "own_signatures"}
 _CHOICES: Mapping[str, tuple[str, ...]] = {
     "thinking": THINKING_STYLES,
     "tokens": TOKENS,

@@ -404,3 +404,51 @@ def test_transient_500_is_retried_and_slow_stream_completes(emulator: Any) -> No
     seen: list[Any] = []
     ex = _complete(emulator, "gemini", [Message.user("slowly")], stream=True, on_delta=seen.append)
     assert ex.response.message.tool_calls and len(seen) >= 4
+
+
+# ----------------------------------------------------------------------------- Gemma on Google's routes
+
+
+@pytest.mark.parametrize("name", ["gemini", "gemini-vertex"])
+def test_gemma_takes_back_its_own_signatures_and_never_a_gemini_ones(emulator: Any, name: str) -> None:
+    """Gemma does not read Gemini's thought signatures: one replayed to it is a 400 (hermes-agent
+    issue 36907, gemini-3-flash → gemma-4-31b-it). Its own go back; a call without one gets no
+    validator skip (Gemma checks none)."""
+    history = [Message.user("switch models mid-loop")]
+    first = _complete(emulator, name, history, stream=False, model="gemini-3-flash-preview")
+    gemini_sig = next(iter(dict(_native(first.response.message).tool_signatures).values()))
+    history += [first.response.message, Message("tool", (ToolResult(first.response.message.tool_calls[0].id, "x"),))]
+    gemma = _loop(emulator, name, history, stream=False, model="gemma-4-31b-it")
+    sent = [c for ex in gemma for c in ex.body["contents"] if c["role"] == "model"]
+    assert gemini_sig not in orjson.dumps(sent).decode()
+    assert "thoughtSignature" not in sent[0]["parts"][0], "no validator skip for Gemma"
+    own = next(iter(dict(_native(gemma[0].response.message).tool_signatures).values()))
+    assert sent[-1]["parts"][0]["thoughtSignature"] == own, "Gemma's own signature goes back"
+
+
+@pytest.mark.parametrize("name", ["gemini", "gemini-vertex"])
+def test_gemma_refuses_a_gemini_signature_in_googles_words(emulator: Any, name: str) -> None:
+    history = [Message.user("switch models mid-loop")]
+    first = _complete(emulator, name, history, stream=False, model="gemini-3-flash-preview")
+    history += [first.response.message, Message("tool", (ToolResult(first.response.message.tool_calls[0].id, "x"),))]
+    sig = next(iter(dict(_native(first.response.message).tool_signatures).values()))
+
+    def signed(b: dict[str, Any]) -> dict[str, Any]:
+        contents = [dict(c) for c in b["contents"]]
+        contents[1] = {**contents[1], "parts": [{**contents[1]["parts"][0], "thoughtSignature": sig}]}
+        return {**b, "contents": contents}
+
+    with pytest.raises(ProviderHTTPError) as err:
+        _complete(emulator, name, history, stream=False, model="gemma-4-31b-it", body_hook=signed)
+    assert err.value.status == 400 and "Request contains an invalid argument." in err.value.body
+
+
+def test_gemma_on_the_openai_compatible_endpoint_gets_no_validator_skip(emulator: Any) -> None:
+    """The compat row pads a bare call with the skip for Gemini 3; Gemma checks no signature."""
+    history = [Message.user("switch models mid-loop")]
+    first = _complete(emulator, "gemini-openai", history, stream=False, model="gemini-3-flash-preview")
+    history += [first.response.message, Message("tool", (ToolResult(first.response.message.tool_calls[0].id, "x"),))]
+    gemma = _loop(emulator, "gemini-openai", history, stream=False, model="gemma-4-31b-it")
+    sent = [m for ex in gemma for m in ex.body["messages"] if m["role"] == "assistant"]
+    assert "extra_content" not in sent[0]["tool_calls"][0], "neither Gemini's signature nor the skip"
+    assert gemma[-1].response.message.text

@@ -8,7 +8,9 @@ checks a replaying client trips over:
   content with ordinary parts) the first ``functionCall`` of every step must carry a
   ``thoughtSignature`` that verifies, or the documented ``skip_thought_signature_validator``;
   a tampered or foreign signature anywhere → 400 ``Corrupted thought signature.``. Signatures
-  minted for another model family verify but are ignored (the documented behaviour);
+  minted for another model family verify but are ignored (the documented behaviour), except by
+  Gemma, which reads none of Gemini's: 400 ``Request contains an invalid argument.`` (hermes-agent
+  issue 36907, a gemini-3-flash signature replayed to gemma-4-31b-it);
 * function response count must match the calling turn.
 
 The model chains up to two tools per user turn (tool 1, then tool 2, then the answer) so a
@@ -135,22 +137,24 @@ class _Checker:
         self.fam = family(model)
         self.families = families
 
-    def _verifies(self, part: Mapping[str, Any], content: Mapping[str, Any]) -> bool:
+    def _minted_for(self, part: Mapping[str, Any], content: Mapping[str, Any]) -> str | None:
+        """The model family the part's signature was minted for (this one's for a dummy); None
+        when it verifies for none."""
         sig = _sig(part)
         if sig in _DUMMIES:
-            return True
+            return self.fam
         if not isinstance(sig, str):
-            return False
+            return None
         got = _sig_bytes(sig)
         if got is None:
-            return False
+            return None
         fc = _fc(part)
         text = "".join(p.get("text", "") for p in _parts(content) if not p.get("thought") and isinstance(p.get("text"), str))
         for fam in (self.fam, *sorted(self.families - {self.fam})):  # other families: accepted, ignored
             want = mint_call(self.state, self.name, fam, fc) if fc is not None else mint_text(self.state, self.name, fam, text)
             if _sig_bytes(want) == got:
-                return True
-        return False
+                return fam
+        return None
 
     def check(self, body: Mapping[str, Any]) -> JSONResponse | None:
         contents = body.get("contents")
@@ -181,8 +185,13 @@ class _Checker:
                                 "function call parts of the function call turn.")
         for c in contents:
             for p in _parts(c):
-                if _sig(p) is not None and not self._verifies(p, c):
+                if _sig(p) is None:
+                    continue
+                fam = self._minted_for(p, c)
+                if fam is None:
                     return _invalid("Corrupted thought signature.")
+                if fam != self.fam and self.fam.startswith("gemma-"):
+                    return _invalid("Request contains an invalid argument.")
         if not self.model.lower().startswith("gemini-3") or "image" in self.model.lower():
             return None
         last_user = max((i for i, c in enumerate(contents) if _is_standard_user(c)), default=-1)

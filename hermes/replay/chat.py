@@ -93,7 +93,8 @@ def plan_chat(index: int, m: Message, target: Resolved, learned: Learned, in_loo
         fields["reasoning_details"] = details
     fields.update(native_fields)
     calls = [p for p in others if isinstance(p, ToolCall)]
-    if route.signature_pad and calls and not any(c.id in tool_sigs for c in calls):
+    if route.signature_pad and calls and not any(c.id in tool_sigs for c in calls) \
+            and not target.profile.own_signatures:
         tool_sigs[calls[0].id] = route.signature_pad
         decisions.append(Decision(None, "pad", ("thought_signature",),
                                   f"call has no signature of its own: the row's signature_pad {route.signature_pad!r}"))

@@ -1,7 +1,7 @@
 """Planning for the native Gemini wire: thoughts go back as signatures, never as text.
 
 Each call gets its own signature, the text turn its signature; a call with no signature of its
-own gets Gemini's documented validator skip.
+own gets Gemini's documented validator skip (not on a model that checks none: Gemma).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def plan_gemini(index: int, m: Message, target: Resolved, learned: Learned, in_l
         else:
             decisions.append(Decision(i, "drop", (), "Gemini takes thoughts back as signatures only"))
     calls = [p for p in parts if isinstance(p, ToolCall)]
-    if calls and not any(c.id in sigs for c in calls):
+    if calls and not any(c.id in sigs for c in calls) and not target.profile.own_signatures:
         sigs[calls[0].id] = GEMINI_SKIP_SIGNATURE
         decisions.append(Decision(None, "pad", ("thoughtSignature",),
                                   "call has no signature of its own: documented validator skip"))

@@ -26,9 +26,12 @@ def blob_allowed(part: Reasoning, target: Resolved, learned: Learned = Learned()
 
 
 def same_origin(origin: RouteKey, target: Resolved) -> bool:
+    """Minted on the target's route and host, and by its model unless the row shares blobs
+    across models (a model that takes only its own signatures never shares)."""
     if origin.provider != target.route.key or origin.host != target.host:
         return False
-    return target.route.blob_scope == "provider" or origin.model == target.model
+    shared = target.route.blob_scope == "provider" and not target.profile.own_signatures
+    return shared or origin.model == target.model
 
 
 def who(k: RouteKey) -> str:
