@@ -182,6 +182,7 @@ INTEGRATION = frozenset({
     "test_proxy_anthropic_sdk.py",
     "test_proxy_clients.py",
     "test_proxy_memory.py",
+    "test_proxy_native_doors.py",
     "test_proxy_responses_door.py",
     "test_proxy_responses_props.py",
     "test_proxy_rewrite.py",

@@ -71,7 +71,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     **{(f, n): "a front door: the API it speaks (its URL path, headers and messages)"
        for f, n in (("proxy/app.py", "anthropic"), ("proxy/app.py", "responses"), ("proxy/anthropic_app.py", "anthropic"),
                     ("proxy/anthropic_app.py", "responses"), ("proxy/anthropic_door.py", "anthropic"),
-                    ("proxy/responses_door.py", "responses"))},
+                    ("proxy/responses_door.py", "responses"), ("proxy/native_door.py", "responses"),
+                    ("proxy/native_app.py", "responses"), ("proxy/responses_relay.py", "responses"))},
+    ("proxy/native_door.py", "anthropic"): WIRE_FAMILIES,
 }
 
 

@@ -182,7 +182,7 @@ def test_refusals_are_responses_shaped(emulator: Any) -> None:
         assert "input[0]" in e.value.message
         before = len(emulator.requests("deepseek"))
         wrong = httpx.post(px.url("deepseek") + "/v1/v1/responses", json={"model": "m", "input": "hi"})
-        assert wrong.status_code == 404 and "/deepseek/v1/responses" in wrong.json()["error"]["message"]
+        assert wrong.status_code == 400 and "/deepseek/v1/responses" in wrong.json()["error"]["message"]
         assert len(emulator.requests("deepseek")) == before, "nothing forwarded"
 
 

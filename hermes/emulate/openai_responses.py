@@ -17,6 +17,9 @@ They validate like the real services (texts as the services return them):
   read them: never by o-series models, by gpt-5.4 / 5.5 only with ``reasoning.context:
   all_turns`` (the openai-python ``Reasoning.context`` docstring; 5.6 reads them by default).
 
+The model is ``script.next_step``, or ``script.directed_step`` when the user text scripts its
+calls (``#call=NAME{json args}``), as on the other emulators.
+
 Streams follow the recorded event order, including the *partial* ``encrypted_content`` in
 ``response.output_item.added`` (only ``response.output_item.done`` has the full token).
 ``stream_events(response)`` is the pure serialiser, reusable by tests.
@@ -38,7 +41,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .core import EmulatorState, Personality, register, transport_fault
-from .script import next_step
+from .script import directed_step, next_step
 
 __all__ = ["PREFIXES", "build", "partial_blob", "stream_events"]
 
@@ -64,7 +67,12 @@ CONTENT_KEYS: dict[str, frozenset[str]] = {
     "output_text": frozenset({"type", "text", "annotations", "logprobs"}),
     "refusal": frozenset({"type", "refusal"}),
 }
-TOOL_KEYS = frozenset({"type", "name", "description", "parameters", "strict"})
+TOOL_KEYS = frozenset({"type", "name", "description", "parameters", "strict", "defer_loading"})
+NAMESPACE_KEYS = frozenset({"type", "name", "description", "tools"})
+"""A ``namespace`` tool: named group of function tools (OpenAI's function-calling and tool-search guides)."""
+HOSTED = frozenset({"web_search", "web_search_preview", "tool_search", "file_search", "code_interpreter",
+                    "image_generation", "mcp", "local_shell", "computer_use_preview"})
+"""Tools the service runs itself (the Responses API reference's tool types): not validated here."""
 FOLLOWERS = ("message", "function_call")
 
 
@@ -127,11 +135,16 @@ def _validate(state: EmulatorState, name: str, body: Mapping[str, Any], *, verif
         raise _Bad(f"Unsupported value: '{effort}' is not supported with the '{model}' model. Supported values "
                    f"are: {listed}.", param="reasoning.effort", code="unsupported_value")
     for n, tool in enumerate(body.get("tools") or []):
-        for key in tool:
-            if key not in TOOL_KEYS:
-                raise _unknown(f"tools[{n}].{key}")
-        if tool.get("type") != "function" or not tool.get("name"):
-            raise _missing(f"tools[{n}].name")
+        if tool.get("type") in HOSTED:
+            continue
+        if tool.get("type") == "namespace":
+            for key in tool:
+                if key not in NAMESPACE_KEYS:
+                    raise _unknown(f"tools[{n}].{key}")
+            for m, inner in enumerate(tool.get("tools") or []):
+                _validate_function(inner, f"tools[{n}].tools[{m}]")
+            continue
+        _validate_function(tool, f"tools[{n}]")
     items = body.get("input")
     if isinstance(items, str) or items is None:
         return
@@ -166,6 +179,14 @@ def _validate(state: EmulatorState, name: str, body: Mapping[str, Any], *, verif
             if item["call_id"] not in calls:
                 raise _Bad(f"No tool call found for function call output with call_id {item['call_id']}.",
                            param="input", code=None)
+
+
+def _validate_function(tool: Mapping[str, Any], at: str) -> None:
+    for key in tool:
+        if key not in TOOL_KEYS:
+            raise _unknown(f"{at}.{key}")
+    if tool.get("type") != "function" or not tool.get("name"):
+        raise _missing(f"{at}.name")
 
 
 def _validate_content(item: Mapping[str, Any], n: int) -> None:
@@ -280,8 +301,9 @@ def _respond(state: EmulatorState, name: str, body: Mapping[str, Any]) -> dict[s
     """The completed response object for one request, played by the scripted model."""
     model = body["model"]
     text, results = _user_text(body.get("input"))
-    tools = [(t["name"], t.get("parameters")) for t in body.get("tools") or []]
-    step = next_step(user_text=text, tools=tools, tool_results_since_user=results, model=model)
+    tools = [(t["name"], t.get("parameters")) for t in body.get("tools") or [] if t.get("type") == "function"]
+    step = directed_step(user_text=text, tool_results_since_user=results, model=model) or next_step(
+        user_text=text, tools=tools, tool_results_since_user=results, model=model)
     rid = "rs_" + secrets.token_hex(24)
     reasoning_cfg = body.get("reasoning") or {}
     summary = [{"type": "summary_text", "text": step.reasoning}] if reasoning_cfg.get("summary") else []
@@ -308,7 +330,7 @@ def _respond(state: EmulatorState, name: str, body: Mapping[str, Any]) -> dict[s
         "text": {"format": {"type": "text"}, "verbosity": "medium"}, "tool_choice": body.get("tool_choice", "auto"),
         "tools": [{"type": "function", "name": t["name"], "description": t.get("description"),
                    "parameters": t.get("parameters"), "strict": t.get("strict", True)}
-                  for t in body.get("tools") or []],
+                  if t.get("type") == "function" else dict(t) for t in body.get("tools") or []],
         "top_p": 1.0, "truncation": "disabled",
         "usage": {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 0},
                   "output_tokens": out + reasoning, "output_tokens_details": {"reasoning_tokens": reasoning},

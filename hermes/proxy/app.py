@@ -48,7 +48,7 @@ from ..routes import Route as Row
 from ..serving.http import ApiError, json_response, openai_error_response, read_body
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
-from . import anthropic_app
+from . import anthropic_app, native_app, responses_relay
 from .anthropic_door import looks_like_messages
 from .door import open_turns, seal_turn
 from .memory import ReasoningMemory, credentials, message_key, tenant_of
@@ -142,7 +142,7 @@ class Proxy:
         self.ledger = ledger
         self.options = options
         self.client = Upstream(options.timeout_s)
-        self._rows: dict[tuple[str, bool], tuple[Row, str]] = {}
+        self._rows: dict[tuple[str, bool, bool], tuple[Row, str]] = {}
         self.pending: dict[tuple[str, str], Message] = {}
         """(tenant, key) → turns recorded but not yet written to ``memory``."""
         self.writes: set[asyncio.Task[None]] = set()
@@ -162,12 +162,14 @@ class Proxy:
         return self.options.sealer
 
     # --- routing ------------------------------------------------------------------------
-    def row(self, name: str, *, anthropic: bool = False) -> tuple[Row, str]:
+    def row(self, name: str, *, anthropic: bool = False, responses: bool = False) -> tuple[Row, str]:
         """(table row, upstream base URL) for the first path segment; ApiError if none.
-        ``anthropic``: the Messages door, which also relays to Anthropic-wire routes."""
-        hit = self._rows.get((name, anthropic))
+        ``anthropic``: the Messages door, which also relays to Anthropic-wire routes;
+        ``responses``: the Responses door, which also serves Anthropic and Responses routes."""
+        hit = self._rows.get((name, anthropic, responses))
         if hit is None:
-            hit = self._rows[(name, anthropic)] = route_row(name, self.options, anthropic=anthropic)
+            hit = self._rows[(name, anthropic, responses)] = route_row(name, self.options, anthropic=anthropic,
+                                                                       responses=responses)
         return hit
 
     def headers(self, request: Request, row: Row) -> dict[str, str]:
@@ -247,8 +249,7 @@ class Proxy:
                                         body=err.decode("utf-8", "replace"), route=target.route.key,
                                         attempt=chat_attempt(rw.plan, sent))
             if recover(self.ledger, None, target, problem, retry):
-                self._learned.clear()
-                self._values.clear()
+                self.forget_lessons()
                 target, rw = self.prepare(body, row, upstream, tenant, extra)
                 resp = await self.send(url, headers, rw, raw)
             else:
@@ -268,14 +269,19 @@ class Proxy:
             raise ApiError(400, "invalid_request", "the request body is not JSON") from None
         if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
             raise ApiError(400, "invalid_request", "model: a Responses request needs a model")
+        if row.wire == "openai_responses":  # the upstream's own API: relayed, under the route's rules
+            return await responses_relay.relay(self, request, row, upstream, body, t0)
         door = chat_request(body, self.target(row, upstream, body["model"]))
-        headers = self.headers(request, row)
         tenant = _tenant(request, row)
         sealed_for = tenant or ""  # a keyless client's envelopes: it carries only what it was given
         extra, refused = open_turns(door.body["messages"], door.envelopes, self.sealer, tenant=sealed_for,
                                     route=row.key)
         if refused:
             log_event("proxy_envelope", route=row.key, tenant=sealed_for[:10] or "none", refused=refused)
+        seal = partial(self.seal_parts, sealed_for, row.key) if door.include_encrypted else None
+        if row.wire != "openai_chat":  # Anthropic: the runtime's own build for the route's wire
+            return await native_app.responses(self, request, row, upstream, body, door, extra, seal, t0)
+        headers = self.headers(request, row)
         url = f"{upstream}/chat/completions"
         ex = await self.exchange(url, headers, row, upstream, door.body, orjson.dumps(door.body), t0, tenant, extra)
         if ex.refused is not None or ex.resp.status_code != 200:
@@ -283,34 +289,40 @@ class Proxy:
             if ex.refused is None:
                 self.log(ex.target, tenant, ex.rw, ex.resp.status_code, t0, door.stream, ex.retry)
             return _door_error(ex.resp, err)
-        seal = partial(self.seal_parts, sealed_for, row.key) if door.include_encrypted else None
-        done = BackgroundTask(self.log_after, ex)
-        if not ex.streamed:
-            ex.rec.whole(await self.read(ex.resp, url))
-            await self.stage(tenant, ex.rec)
-            result = ex.rec.result()
+        return await self.responses_answer(body, ex.resp, ex.rec, url, tenant, seal,
+                                           BackgroundTask(self.log_after, ex))
+
+    async def responses_answer(self, body: Mapping[str, Any], resp: Answer, rec: Recorder, url: str,
+                               tenant: str | None, seal: Callable[[Sequence[Reasoning]], str | None] | None,
+                               done: BackgroundTask) -> Response:
+        """The route's 200 answer, as ``rec`` decodes it, as a Responses answer: whole, or its
+        events as the route's deltas arrive; the turn staged for ``tenant`` once it is finished."""
+        if "text/event-stream" not in resp.headers.get("content-type", ""):
+            rec.whole(await self.read(resp, url))
+            await self.stage(tenant, rec)
+            result = rec.result()
             if result is None:
-                raise ApiError(502, "upstream_unreadable", "the route's answer could not be read as a chat completion")
+                raise ApiError(502, "upstream_unreadable", "the route's answer could not be read as a finished answer")
             output = output_items(result.message, seal(result.message.reasoning) if seal else None)
             obj = response_object(body, new_id("resp"), output, finish=result.finish_reason, usage=result.usage)
             return Response(orjson.dumps(obj), 200, media_type="application/json", background=done)
-        await self.check(ex.resp, url)
-        events = ResponsesEvents(body, seal, partial(_thought, ex.rec))
+        await self.check(resp, url)
+        events = ResponsesEvents(body, seal, partial(_thought, rec))
         limit = self.options.max_upstream_body
 
         async def relay() -> AsyncIterator[bytes]:
             yield events.start()
             error = ""
             try:
-                async for chunk in bounded(ex.resp, limit):
-                    deltas = ex.rec.feed(chunk)
-                    if ex.rec.finished and not ex.rec.recorded:
-                        await self.stage(tenant, ex.rec)
+                async for chunk in bounded(resp, limit):
+                    deltas = rec.feed(chunk)
+                    if rec.finished and not rec.recorded:
+                        await self.stage(tenant, rec)
                     if deltas:
                         yield events.feed(deltas)
             except (Unreachable, TooLarge) as e:
                 error = f"the route's stream broke: {type(e).__name__}"
-            yield events.finish(ex.rec.result() if not error else None, error)
+            yield events.finish(rec.result() if not error else None, error)
 
         return StreamingResponse(relay(), 200, media_type="text/event-stream", background=done,
                                  headers={"cache-control": "no-cache"})
@@ -387,6 +399,11 @@ class Proxy:
             hit = self._targets[k] = resolve(row.key, upstream, model, table=self.options.table)
         return hit
 
+    def forget_lessons(self) -> None:
+        """Drop the lesson memos: a refusal just taught the ledger something."""
+        self._learned.clear()
+        self._values.clear()
+
     def learned(self, target: Resolved) -> Learned:
         """``rejections.learned_for`` with a short memo: one ledger read per route and second."""
         k = (target.route.key, target.host, target.model)
@@ -451,10 +468,12 @@ class Proxy:
         return target, rw
 
 
-def route_row(name: str, options: ProxyOptions, *, anthropic: bool = False) -> tuple[Row, str]:
+def route_row(name: str, options: ProxyOptions, *, anthropic: bool = False,
+              responses: bool = False) -> tuple[Row, str]:
     """(table row, upstream base URL) a path's first segment names; ApiError if none.
     ``anthropic``: Anthropic-wire rows with Anthropic's own URL shape (not Vertex's) are served
-    too: the Messages door relays to them as they are."""
+    too: the Messages door relays to them as they are. ``responses``: Anthropic-wire rows (any
+    variant: the wire builds each one's URL) and Responses rows are served too."""
     try:
         # the row by name or alias (a placeholder URL: a row without a default one is fine here)
         row = resolve(name, "http://upstream.invalid", "-", table=options.table).route
@@ -462,13 +481,27 @@ def route_row(name: str, options: ProxyOptions, *, anthropic: bool = False) -> t
         raise ApiError(404, "unknown_route", f"{e} — the proxy serves /<route>/..., "
                                                "one per row of `hermes routes`") from None
     upstream = options.upstreams.get(row.key) or row.base_url
-    if row.wire != "openai_chat" and not (anthropic and row.wire == "anthropic" and not row.variant):
+    if row.wire != "openai_chat" and not (anthropic and row.wire == "anthropic" and not row.variant) and not (
+            responses and row.wire in ("anthropic", "openai_responses")):
         raise ApiError(400, "unsupported_route", f"route {row.key!r} speaks the {row.wire} wire; "
-                         "the proxy serves OpenAI chat-completions routes")
+                       + _served_on(row))
     if not upstream:
         raise ApiError(400, "no_upstream", f"route {row.key!r} has no default base URL; "
                          f"start the proxy with --upstream {row.key}=URL")
     return row, upstream.rstrip("/")
+
+
+def _served_on(row: Row) -> str:
+    """What the proxy serves on a native-wire route, for a refusal naming what works."""
+    if row.wire == "anthropic":
+        where = f"POST /{row.key}/v1/responses (Responses API clients)"
+        if not row.variant:
+            where = f"POST /{row.key}/v1/messages (Anthropic Messages clients) and " + where
+        return f"the proxy serves it at {where}; chat-completions clients use a chat route"
+    if row.wire == "openai_responses":
+        return (f"the proxy serves it at POST /{row.key}/v1/responses (Responses API clients); chat-completions "
+                "and Anthropic clients use a chat route")
+    return "the proxy serves OpenAI chat-completions routes (and Anthropic and Responses routes at their own doors)"
 
 
 Recall = Callable[[str, Sequence[str]], dict[str, Message]]
@@ -585,8 +618,9 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
 
     async def forward(request: Request) -> Response:
         door = messages_door(request.method, request.path_params["rest"])
+        responses = request.method == "POST" and request.path_params["rest"].rstrip("/").endswith("responses")
         try:
-            row, upstream = proxy.row(request.path_params["route"], anthropic=door is not None)
+            row, upstream = proxy.row(request.path_params["route"], anthropic=door is not None, responses=responses)
             rest = request.path_params["rest"]
             if _DOTS.search(request.scope.get("raw_path", b"").decode("latin-1")) or _DOTS.search(rest):
                 raise ApiError(400, "invalid_request", "a path with '.' or '..' segments would leave the "
@@ -606,9 +640,9 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
                 return await serve(proxy, request, row, upstream)
             if request.method == "POST" and rest.rstrip("/").endswith("chat/completions"):
                 return await proxy.chat(request, row, upstream, url)
-            if request.method == "POST" and rest.rstrip("/").endswith("responses"):
+            if responses:
                 if rest.rstrip("/") not in ("responses", "v1/responses"):
-                    raise ApiError(404, "unknown_door", f"the Responses door of route {row.key!r} is "
+                    raise ApiError(400, "wrong_door", f"the Responses door of route {row.key!r} is "
                                    f"POST /{row.key}/v1/responses (a client's base URL is /{row.key}/v1)")
                 return await proxy.responses(request, row, upstream)
             return await proxy.relay(request.method, url, proxy.headers(request, row), await request.body())

@@ -4,7 +4,7 @@ The relay never waits for it: each raw chunk is handed to the client unchanged, 
 fed here. The recorder decodes the bytes as UTF-8 incrementally (a character cut between two
 chunks is joined, as httpx does for ``hermes chat``), splits events with the same
 ``provider.SSESplitter`` Hermes's own client uses, decodes each with the route's
-``ChatDecoder`` and folds the deltas with the same ``Accumulator`` — so the proxy stores exactly
+``ChatDecoder`` (a native-wire route's answer, to a front door: that wire's own decoder) and folds the deltas with the same ``Accumulator`` — so the proxy stores exactly
 the turn Hermes itself would have stored. A response it cannot read (malformed, truncated, an
 error) records nothing and changes nothing for the client.
 """
@@ -20,6 +20,7 @@ from ..messages import Message
 from ..provider import SSESplitter
 from ..resolve import Resolved
 from ..stream import Accumulator, Delta, Response
+from ..wire import Decoder, get_wire
 from ..wire.chat_decode import decoder
 
 __all__ = ["Recorder"]
@@ -35,7 +36,8 @@ class Recorder:
         self.prefix = prefix
         """The conversation the turn follows (``Rewrite.prefix``): part of its memory key."""
         self.recorded = False
-        self._dec = decoder(target)
+        wire = target.route.wire
+        self._dec: Decoder = decoder(target) if wire == "openai_chat" else get_wire(wire).decoder(target)
         self._acc = Accumulator(target.key)
         self._text = codecs.getincrementaldecoder("utf-8")("replace")
         self._split = SSESplitter()

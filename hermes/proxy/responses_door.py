@@ -296,15 +296,17 @@ def output_items(message: Message, envelope: str | None) -> list[dict[str, Any]]
 
 
 def usage_of(usage: Mapping[str, Any]) -> dict[str, Any]:
-    """Chat usage (``prompt_tokens``...) as Responses usage."""
+    """Chat usage (``prompt_tokens``...), or Anthropic's (``input_tokens``...), as Responses usage."""
     def num(v: Any) -> int:
         return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
-    inp, out = num(usage.get("prompt_tokens")), num(usage.get("completion_tokens"))
+    inp = num(usage.get("prompt_tokens")) or num(usage.get("input_tokens"))
+    out = num(usage.get("completion_tokens")) or num(usage.get("output_tokens"))
     cdet = usage.get("completion_tokens_details")
     pdet = usage.get("prompt_tokens_details")
     reasoning = num(cdet.get("reasoning_tokens")) if isinstance(cdet, Mapping) else 0
-    cached = num(pdet.get("cached_tokens")) if isinstance(pdet, Mapping) else num(usage.get("prompt_cache_hit_tokens"))
+    cached = num(pdet.get("cached_tokens")) if isinstance(pdet, Mapping) else (
+        num(usage.get("prompt_cache_hit_tokens")) or num(usage.get("cache_read_input_tokens")))
     return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached}, "output_tokens": out,
             "output_tokens_details": {"reasoning_tokens": reasoning},
             "total_tokens": num(usage.get("total_tokens")) or inp + out}
@@ -314,8 +316,8 @@ def response_object(body: Mapping[str, Any], response_id: str, output: list[dict
                     finish: str | None, usage: Mapping[str, Any] | None, created_at: int | None = None
                     ) -> dict[str, Any]:
     """The response object: ``in_progress`` while ``finish`` is None, then ``completed`` (or
-    ``incomplete`` when the route stopped at its token limit)."""
-    status = "in_progress" if finish is None else "incomplete" if finish == "length" else "completed"
+    ``incomplete`` when the route stopped at its token limit: chat's ``length``, Anthropic's ``max_tokens``)."""
+    status = "in_progress" if finish is None else "incomplete" if finish in ("length", "max_tokens") else "completed"
     asked = body.get("reasoning")
     reasoning: Mapping[str, Any] = asked if isinstance(asked, Mapping) else {}
     tools = [t for t in body.get("tools") or () if isinstance(t, Mapping)]
