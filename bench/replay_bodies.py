@@ -4,7 +4,7 @@ Every route of the table × one model per profile row (plus each route's own sam
 effort × thinking on/off × learned lessons × stream flag × several histories (tool turns, every
 blob kind and native record, own and foreign origins, compactions, system prompts, reasoning-only
 and back-to-back assistant turns, ids some routes refuse). Each body is built three ways — fresh,
-warm (a ``BuildMemo`` grown message by message, as the agent does) and through the per-route
+warm (a ``Builder`` grown message by message, as the agent does) and through the per-route
 wire — and written as one line per case into ``DIR/<route>.jsonl``:
 
     python bench/replay_bodies.py DIR          # then, after a change: ... DIR2 && diff -r DIR DIR2
@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from hermes.builder import Builder
 from hermes.messages import (
     Compaction,
     Message,
@@ -33,7 +34,7 @@ from hermes.messages import (
 )
 from hermes.models import PROFILES
 from hermes.provider import build_body
-from hermes.replay import BuildMemo, Learned, Settings, plan_replay
+from hermes.replay import Learned, Settings, plan_replay
 from hermes.resolve import Resolved, resolve
 from hermes.routes import ROUTES
 from hermes.wire import ToolSpec, get_wire
@@ -120,11 +121,15 @@ def _default(o: Any) -> Any:
 
 
 def render(t: Resolved, history: list[Message], learned: Learned, settings: Settings, stream: bool,
-           cache: BuildMemo | None = None) -> bytes:
+           builder: Builder | None = None) -> bytes:
     wire = get_wire(t.route.wire)
     try:
-        plan = plan_replay(history, t, learned, settings, cache=cache)
-        body = build_body(wire, plan, tools=TOOLS, settings=settings, stream=stream, memo=cache)
+        if builder is None:
+            body = build_body(wire, plan_replay(history, t, learned, settings), tools=TOOLS, settings=settings,
+                              stream=stream)
+        else:
+            body = builder.body(builder.plan(history, t, learned, settings), tools=TOOLS, settings=settings,
+                                stream=stream)
     except Exception as e:  # an error is a result too: it must not change either
         return f"ERROR {type(e).__name__}: {e}".encode()
     return orjson.dumps(body, default=_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
@@ -132,10 +137,10 @@ def render(t: Resolved, history: list[Message], learned: Learned, settings: Sett
 
 def warm(t: Resolved, history: list[Message], learned: Learned, settings: Settings) -> bytes:
     """The body built as the agent builds it: one cache, the history growing a message at a time."""
-    cache = BuildMemo()
+    builder = Builder()
     for k in range(1, len(history)):
-        render(t, history[:k], learned, settings, False, cache)
-    return render(t, history, learned, settings, False, cache)
+        render(t, history[:k], learned, settings, False, builder)
+    return render(t, history, learned, settings, False, builder)
 
 
 def main(out_dir: str) -> int:

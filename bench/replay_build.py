@@ -4,12 +4,12 @@
 Figures per route:
 * cold — a new process's first build of a stored session (``chat -q --resume``, a gateway
   turn on a session this worker has not seen): the history and the session's kept build
-  results loaded from the store, then restored into an empty memo and built (``hermes.kept``);
+  results loaded from the store, then restored into an empty builder and built (``Builder.fill``);
 * fresh — the same build with no kept results (a session whose results were never kept);
-* step — the agent's rebuild after one more tool step, with the conversation's BuildMemo as
+* step — the agent's rebuild after one more tool step, with the conversation's Builder as
   an agent has it: holding the session's kept runs (restored at the turn's start, or kept at
   the end of the turn before), so only the messages after them are planned and rendered;
-* bare step — the same with a memo that holds no runs (every message visited, each reused);
+* bare step — the same with a builder that holds no runs (every message visited, each reused);
 * load — reading the kept results from SQLite vs reading the history itself (``Store.load``);
 * rss — peak RSS of a new process that loads the session and builds it from kept results.
 
@@ -34,10 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _instr
 from _timing import best_of
 
-from hermes.kept import fill, keep
+from hermes.builder import Builder
+from hermes.builder.memo import context
 from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.provider import build_body, get_wire
-from hermes.replay import BuildMemo, Learned, Settings, context, plan_replay
+from hermes.replay import Learned, Settings, plan_replay
 from hermes.resolve import Resolved, resolve
 from hermes.store import Store
 
@@ -63,10 +64,11 @@ def turn(target: Resolved, i: int) -> list[Message]:
             Message("assistant", (Text(f"answer {i}"),))]
 
 
-def build(target: Resolved, history: list[Message], cache: BuildMemo | None) -> bytes:
-    wire = get_wire(target.route.wire)
-    plan = plan_replay(history, target, settings=SETTINGS, cache=cache)
-    return orjson.dumps(build_body(wire, plan, tools=(), settings=SETTINGS, stream=False, memo=cache))
+def build(target: Resolved, history: list[Message], builder: Builder | None) -> bytes:
+    if builder is None:
+        wire = get_wire(target.route.wire)
+        return orjson.dumps(build_body(wire, plan_replay(history, target, settings=SETTINGS), settings=SETTINGS))
+    return orjson.dumps(builder.body(builder.plan(history, target, settings=SETTINGS), settings=SETTINGS))
 
 
 def stored(target: Resolved, db: Path) -> tuple[Store, str]:
@@ -74,20 +76,20 @@ def stored(target: Resolved, db: Path) -> tuple[Store, str]:
     store = Store(db)
     sid = store.create_session(provider=target.route.key, model=target.model)
     history = [m for i in range(2000) for m in turn(target, i)]
-    memo = BuildMemo()
+    builder = Builder()
     for i in range(0, len(history), 400):  # five stored turns, each kept: a chain of merged runs
         store.append_turn(sid, history[i:i + 400])
         loaded = store.load(sid)
-        build(target, loaded, memo)
-        keep(memo, store, sid, target, Learned(), loaded)
+        build(target, loaded, builder)
+        builder.keep(store, sid, target, Learned(), loaded)
     return store, sid
 
 
 def cold(target: Resolved, history: list[Message], rows: list) -> bytes:
     """A new process's build: an empty memo, the kept runs put in, then the request."""
-    memo = BuildMemo()
-    fill(memo, target, Learned(), rows)
-    return build(target, history, memo)
+    builder = Builder()
+    builder.fill(target, Learned(), rows)
+    return build(target, history, builder)
 
 
 def measure(key: str, model: str, d: Path) -> dict[str, float]:
@@ -103,9 +105,9 @@ def measure(key: str, model: str, d: Path) -> dict[str, float]:
     fresh = best_of(lambda: build(target, history, None), runs=3)
     load = best_of(lambda: store.load(sid), runs=3)
     load_kept = best_of(lambda: store.load_runs(sid, ctx), runs=3)
-    bare = best_of(stepper(target, history, BuildMemo()), runs=7)
-    with_runs = BuildMemo()
-    fill(with_runs, target, Learned(), rows)
+    bare = best_of(stepper(target, history, Builder()), runs=7)
+    with_runs = Builder()
+    with_runs.fill(target, Learned(), rows)
     warm = best_of(stepper(target, history, with_runs), runs=7)
     store.close()  # as a finished ``chat -q`` leaves it: the write-ahead log checkpointed
     rss = rss_of(key, d / f"{key}.db", sid)
@@ -118,15 +120,15 @@ def measure(key: str, model: str, d: Path) -> dict[str, float]:
             "load": load_kept / load, "rss": rss}
 
 
-def stepper(target: Resolved, history: list[Message], memo: BuildMemo) -> Callable[[], None]:
+def stepper(target: Resolved, history: list[Message], builder: Builder) -> Callable[[], None]:
     """The agent's next tool step, again and again: the conversation grows by one step's
     messages and its request is built with ``memo`` (built once for ``history`` first)."""
-    build(target, history, memo)
+    build(target, history, builder)
     grown = list(history)
 
     def step() -> None:
         grown.extend(turn(target, len(grown)))
-        build(target, grown, memo)
+        build(target, grown, builder)
 
     return step
 
@@ -161,15 +163,15 @@ def count_worker(route: int, what: str, db: str = "", sid: str = "") -> None:
         if what == "kept":  # a new process's first build
             _instr.region(lambda: cold(target, history, rows))
         else:  # the next tool step's rebuild with the agent's memo (holding the session's runs)
-            memo = BuildMemo()
-            fill(memo, target, Learned(), rows)
-            _instr.region(stepper(target, history, memo))
+            builder = Builder()
+            builder.fill(target, Learned(), rows)
+            _instr.region(stepper(target, history, builder))
         return
     history = [m for i in range(2000) for m in turn(target, i)]
     if what == "cold":
         _instr.region(lambda: build(target, history, None))
     elif what == "bare":  # the same with a memo holding no runs
-        _instr.region(stepper(target, history, BuildMemo()))
+        _instr.region(stepper(target, history, Builder()))
     else:
         body = orjson.loads(build(target, history, None))
         _instr.region(lambda: orjson.dumps(body))

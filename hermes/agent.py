@@ -14,12 +14,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .builder import Builder
 from .errors import HermesError, ProviderHTTPError
 from .events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished, Waiting
 from .logs import log_event, plan_summary
 from .messages import Message
-from .provider import Exchange, complete
-from .replay import BuildMemo, Settings
+from .provider import Exchange
+from .replay import Settings
 from .resolve import Resolved
 from .stream import Delta
 from .tools import Toolbox
@@ -65,8 +66,8 @@ class Agent:
     max_steps: int = 12
     transport: Transport | None = None
     on_event: EventSink | None = None
-    cache: BuildMemo = field(default_factory=BuildMemo)
-    """Plans and renders of already-built messages, reused by the next request."""
+    builder: Builder = field(default_factory=Builder)
+    """The conversation's request builder: what earlier requests built is reused by the next."""
     compactor: AutoCompactor | None = None
     """Optional preflight hook (``hermes.compactor.AutoCompactor``): ``before_request`` may
     append a compaction checkpoint when the next request would not fit its context budget;
@@ -81,13 +82,12 @@ class Agent:
         from .compactor import CompactContext
 
         return CompactContext(self.store, session_id, tools=self.toolbox.specs, settings=self.settings,
-                              api_key=self.api_key, transport=self.transport, cache=self.cache, emit=self._emit)
+                              api_key=self.api_key, transport=self.transport, builder=self.builder, emit=self._emit)
 
     def run_turn(self, session_id: str, user_text: str, resolved: Resolved, *,
                  history: list[Message] | None = None) -> TurnResult:
         """One user turn. ``history``: the stored history when the caller already holds it
         (``hermes.hot``); else it is loaded."""
-        from .kept import keep, restore
         from .rejections import RetryState, learned_for, recover, values_for
 
         if history is None:
@@ -103,7 +103,7 @@ class Agent:
             # estimate and the request all plan with the same lessons
             learned = learned_for(self.store, session_id, resolved)
             values = values_for(self.store, resolved)
-            restore(self.cache, self.store, session_id, resolved, learned)  # kept results, once per context
+            self.builder.restore(self.store, session_id, resolved, learned)  # kept results, once per context
             if self.compactor is not None and ctx is not None:
                 history = self.compactor.before_request(ctx, resolved, history, pending, learned=learned)
             retry = RetryState()
@@ -139,7 +139,7 @@ class Agent:
                 break
         result.history = history
         if result.steps:  # for the next process's build
-            keep(self.cache, self.store, session_id, resolved, learned, history)
+            self.builder.keep(self.store, session_id, resolved, learned, history)
         return result
 
     def _request(self, session_id: str, resolved: Resolved, history: list[Message], learned: Any,
@@ -154,9 +154,9 @@ class Agent:
         self._emit(Waiting(resolved.route.key, resolved.model, step))
 
         try:
-            ex = complete(resolved, history, tools=self.toolbox.specs, settings=self.settings, learned=learned,
-                          stream=self.stream, api_key=self.api_key, transport=self.transport, on_delta=on_delta,
-                          cache=self.cache, values=values)
+            ex = self.builder.complete(resolved, history, tools=self.toolbox.specs, settings=self.settings,
+                                       learned=learned, stream=self.stream, api_key=self.api_key,
+                                       transport=self.transport, on_delta=on_delta, values=values)
         except ProviderHTTPError as e:
             plan = e.attempt.plan if e.attempt is not None else None  # what it carried, for the request matrix
             carried = {k: v for k, v in plan_summary(plan).items() if k in ("window", "turns", "kinds", "reasons")} if plan else {}
@@ -169,7 +169,7 @@ class Agent:
                       model=resolved.model, status=None, error=str(e)[:300], kind=type(e).__name__, step=step + 1,
                       ms=round((time.monotonic() - started) * 1000, 1))
             raise
-        summary = plan_summary(ex.plan, self.cache)
+        summary = self.builder.summary(ex.plan)
         log_event("request", session=session_id, step=step + 1, stream=self.stream,
                   ms=round((time.monotonic() - started) * 1000, 1), finish=ex.response.finish_reason,
                   usage=dict(ex.response.usage), **summary)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .builder import Builder
 from .compaction import (
     KEEP_LAST,
     SUMMARY_INSTRUCTION,
@@ -21,11 +22,11 @@ from .compaction import (
     context_budget,
     render_transcript,
 )
-from .estimate import estimate_history, observe_usage, raw_plan_tokens, token_factor
+from .estimate import observe_usage, token_factor
 from .events import Compacted, Compacting, EventSink
 from .messages import Message
 from .provider import Exchange
-from .replay import BuildMemo, Learned, Settings
+from .replay import Learned, Settings
 from .resolve import Resolved
 from .store import SessionStore
 from .transport import Transport
@@ -49,8 +50,8 @@ class CompactContext:
     settings: Settings = field(default_factory=Settings)
     api_key: str | None = None
     transport: Transport | None = None
-    cache: BuildMemo | None = None
-    """The turn's build cache: the preflight estimate reuses its plans."""
+    builder: Builder = field(default_factory=Builder)
+    """The turn's builder: the preflight estimate is the plan the request then reuses."""
     emit: EventSink = _ignore
 
 
@@ -139,8 +140,8 @@ class AutoCompactor:
             learned = learned_for(ctx.store, ctx.session_id, resolved)
         factor = token_factor(ctx.store, resolved)
         full = [*history, *pending]
-        est = estimate_history(full, resolved, learned=learned, settings=ctx.settings, tools=ctx.tools,
-                               factor=factor, cache=ctx.cache)
+        est = ctx.builder.estimate(full, resolved, learned=learned, settings=ctx.settings, tools=ctx.tools,
+                                   factor=factor)
         if est <= budget:
             return history
         ctx.emit(Compacting(est, budget))
@@ -160,5 +161,5 @@ class AutoCompactor:
 
     def after_request(self, ctx: CompactContext, resolved: Resolved, exchange: Exchange) -> None:
         """Usage feedback: reported prompt tokens correct the (provider, host, model) factor."""
-        raw = raw_plan_tokens(exchange.plan, tools=ctx.tools, cache=ctx.cache)
+        raw = ctx.builder.raw_tokens(exchange.plan, tools=ctx.tools)
         observe_usage(ctx.store, resolved, raw, exchange.response.usage)

@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
-from .replay import BuildMemo, Learned, PlannedMessage, ReplayPlan, Settings, plan_replay
+from .replay import Learned, PlannedMessage, ReplayPlan, Settings, plan_replay
 from .resolve import Resolved
 from .wire import ToolSpec
 
@@ -340,27 +340,11 @@ def message_cost(pm: PlannedMessage, basis: Basis) -> int:
     return cost
 
 
-def plan_costs(plan: ReplayPlan, cache: BuildMemo | None = None) -> list[int]:
+def plan_costs(plan: ReplayPlan) -> list[int]:
     """Raw cost of each planned message, in plan order (``plan.messages[i].index`` says which
-    stored message it is; the plan's kept runs carry their own, summed). With the
-    conversation's ``cache`` a planned message reused from the previous plan is priced once,
-    not before and after every request."""
+    stored message it is; the plan's kept runs carry their own, summed)."""
     basis = basis_for(plan.target)
-    if cache is None:
-        return [message_cost(pm, basis) for pm in plan.messages]
-    label = basis.label
-    costs = cache.costs
-    out: list[int] = []
-    for pm in plan.messages:
-        if pm.key is None:
-            out.append(message_cost(pm, basis))
-            continue
-        k = (pm.key, label)
-        c = costs.get(k)
-        if c is None:
-            c = costs[k] = message_cost(pm, basis)
-        out.append(c)
-    return out
+    return [message_cost(pm, basis) for pm in plan.messages]
 
 
 def tools_cost(tools: Sequence[ToolSpec], basis: Basis) -> int:
@@ -370,16 +354,16 @@ def tools_cost(tools: Sequence[ToolSpec], basis: Basis) -> int:
                + count_text(orjson.dumps(dict(t.parameters)).decode(), basis) for t in tools)
 
 
-def raw_plan_tokens(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), cache: BuildMemo | None = None) -> int:
-    """The uncorrected estimate of a plan: what the usage factor is learned against."""
+def raw_plan_tokens(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), costs: Sequence[int] | None = None) -> int:
+    """The uncorrected estimate of a plan: what the usage factor is learned against (``costs``:
+    ``plan_costs(plan)`` when the caller already has them)."""
     return (REQUEST_BASE + tools_cost(tools, basis_for(plan.target)) + sum(r.cost for r in plan.kept)
-            + sum(plan_costs(plan, cache)))
+            + sum(plan_costs(plan) if costs is None else costs))
 
 
-def estimate_plan(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), factor: float = 1.0,
-                  cache: BuildMemo | None = None) -> int:
+def estimate_plan(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), factor: float = 1.0) -> int:
     """Prompt tokens of the request ``plan`` renders, corrected by the learned ``factor``."""
-    return math.ceil(raw_plan_tokens(plan, tools=tools, cache=cache) * factor)
+    return math.ceil(raw_plan_tokens(plan, tools=tools) * factor)
 
 
 def estimate_history(
@@ -390,14 +374,9 @@ def estimate_history(
     settings: Settings = Settings(),
     tools: Sequence[ToolSpec] = (),
     factor: float = 1.0,
-    cache: BuildMemo | None = None,
 ) -> int:
-    """Plan ``history`` for ``resolved`` (exactly as the request will be), then price the plan.
-
-    With the conversation's ``cache`` (``Agent.cache``) the plan is the one the request then
-    reuses, and only messages new since the previous request are planned and priced."""
-    plan = plan_replay(history, resolved, learned, settings, cache=cache)
-    return estimate_plan(plan, tools=tools, factor=factor, cache=cache)
+    """Plan ``history`` for ``resolved`` (exactly as the request will be), then price the plan."""
+    return estimate_plan(plan_replay(history, resolved, learned, settings), tools=tools, factor=factor)
 
 
 # ----------------------------------------------------------------------------- usage feedback

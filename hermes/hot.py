@@ -3,9 +3,9 @@ loads and builds only what is new.
 
 A long-running server (the gateway, the proxy) runs many turns on the same sessions. Without
 this, every turn loads the whole history from the store and plans and renders every message
-again in a fresh ``BuildMemo`` — a cold build per turn. ``HotSessions`` keeps, per session,
+again in a fresh ``Builder`` — a cold build per turn. ``HotSessions`` keeps, per session,
 the history as it was after the last turn this process ran and that conversation's
-``BuildMemo``.
+``Builder``.
 
 Correctness rests on one store fact: a session's messages are append-only (turns are
 appended, never rewritten; compaction and branching append or copy), so the session's
@@ -22,7 +22,7 @@ version trusted: ``peek`` hands out the row the last turn saw, for checks a call
 *before* it takes the lease (a gateway refusing a request without writing), never as proof
 that the history is current. A turn that fails is not checked back in:
 its entry is gone and the next turn loads from the store. Entries are taken out while a turn
-runs, so two threads never share one history list or ``BuildMemo``.
+runs, so two threads never share one history list or ``Builder``.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from .builder import Builder
 from .messages import Message
-from .replay import BuildMemo
 
 __all__ = ["HotSessions"]
 
@@ -44,7 +44,7 @@ class _Entry:
     """The session row (``SessionInfo``) the last turn ran on; its ``created`` tells an id
     reused by a new session from the same session."""
     history: list[Message]
-    cache: BuildMemo
+    builder: Builder
 
 
 class HotSessions:
@@ -64,8 +64,8 @@ class HotSessions:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def checkout(self, store: Any, info: Any) -> tuple[list[Message], BuildMemo]:
-        """(history, build cache) for a turn on session ``info`` (a fresh ``SessionInfo`` read
+    def checkout(self, store: Any, info: Any) -> tuple[list[Message], Builder]:
+        """(history, builder) for a turn on session ``info`` (a fresh ``SessionInfo`` read
         under the session lock). The entry leaves the cache until ``checkin``."""
         with self._lock:
             e = self._entries.pop(info.id, None)
@@ -76,23 +76,23 @@ class HotSessions:
             have = len(e.history)
             if have == count:
                 self.hits += 1
-                return list(e.history), e.cache
+                return list(e.history), e.builder
             load_tail = getattr(store, "load_tail", None)
             if have < count and load_tail is not None:
                 tail = load_tail(info.id, have)
                 if have + len(tail) == count:
                     self.tails += 1
-                    return [*e.history, *tail], e.cache
+                    return [*e.history, *tail], e.builder
         self.misses += 1
-        return store.load(info.id), BuildMemo()
+        return store.load(info.id), Builder()
 
-    def checkin(self, info: Any, history: list[Message], cache: BuildMemo) -> None:
+    def checkin(self, info: Any, history: list[Message], builder: Builder) -> None:
         """Keep the session's history after a turn that committed (``history`` is what is stored)."""
         with self._lock:
             old = self._entries.pop(info.id, None)
             if old is not None:
                 self._messages -= len(old.history)
-            self._entries[info.id] = _Entry(info, list(history), cache)
+            self._entries[info.id] = _Entry(info, list(history), builder)
             self._messages += len(history)
             while len(self._entries) > self.capacity or (self._messages > self.max_messages and self._entries):
                 _, gone = self._entries.popitem(last=False)

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -63,8 +63,8 @@ _HASHED = ("reasoning_details", "reasoning_opaque", "extra_content")
 Summary = tuple[tuple[tuple[str, str, str], ...], tuple[tuple[str, int, str | None], ...], int, int]
 """What one planned message carried, for the request log: (its non-structure decisions as
 (action, fields, reason), the values it carried as (field, chars, blob or None), pads,
-dropped parts). Memoised per planned message (``replay.memo``); a kept run holds the
-``Tally`` of its messages instead (``replay.runs``)."""
+dropped parts). Memoised per planned message by the builder (``hermes.builder``); a kept run
+holds the ``Tally`` of its messages instead."""
 
 
 def message_summary(pm: Any) -> Summary:
@@ -91,7 +91,7 @@ _NO_FIELD: dict[str, Any] = {"hashes": ()}
 
 class Tally:
     """``plan_summary``'s running totals over planned messages, in order. JSON-able (a kept run
-    holds its messages' tally, ``replay.runs``) and mergeable: ``extend`` by the tally of the
+    holds its messages' tally, ``builder.kept``) and mergeable: ``extend`` by the tally of the
     messages that follow gives what adding them one by one gives."""
 
     __slots__ = ("fields", "kept", "kinds", "pads", "reasons", "turns")
@@ -180,29 +180,24 @@ class Tally:
         return t
 
 
-def tally(messages: Any, memo: Any = None) -> Tally:
-    """The ``Tally`` of planned ``messages``; with the conversation's ``memo``
-    (``replay.BuildMemo``) each message's ``Summary`` comes from it."""
-    summaries = memo.summaries if memo is not None else None
+def tally(messages: Any, summary: Callable[[Any], Summary] | None = None) -> Tally:
+    """The ``Tally`` of planned ``messages``; ``summary``: how a message's ``Summary`` is had
+    (``message_summary``, or the builder's memoised form of it)."""
+    summary = summary or message_summary
     out = Tally()
     for m in messages:
-        rec = summaries.get(m.key) if summaries is not None and m.key is not None else None
-        if rec is None:
-            rec = message_summary(m)
-            if summaries is not None and m.key is not None:
-                summaries[m.key] = rec
-        out.add(m.index, m.role, rec)
+        out.add(m.index, m.role, summary(m))
     return out
 
 
-def plan_summary(plan: Any, memo: Any = None) -> dict[str, Any]:
-    """Which reasoning fields a request carried: names, counts, lengths, blob hashes. With the
-    conversation's ``memo`` (``replay.BuildMemo``) each message's ``Summary`` comes from it;
-    the plan's kept runs carry their messages' tally (``kept``: how many messages they held)."""
+def plan_summary(plan: Any, summary: Callable[[Any], Summary] | None = None) -> dict[str, Any]:
+    """Which reasoning fields a request carried: names, counts, lengths, blob hashes (``summary``
+    as for ``tally``); the plan's kept runs carry their messages' tally (``kept``: how many
+    messages they held)."""
     t = Tally()
     for r in plan.kept:
         t.extend(r.tally)
-    t.extend(tally(plan.messages, memo))
+    t.extend(tally(plan.messages, summary))
     tg = plan.target
     return {"route": tg.route.key, "host": tg.host, "model": tg.model, "wire": tg.route.wire,
             "fields": t.fields, "pads": t.pads, "switches": sorted(plan.request_fields), "thinking": plan.thinking,

@@ -17,8 +17,7 @@ from .errors import ProviderHTTPError, StreamError
 from .keys import auth_headers, find_key
 from .messages import Message
 from .rejections.values import ValueRule, apply_values, with_lessons
-from .replay import BuildMemo, Learned, ReplayPlan, Settings, plan_replay, render_with
-from .replay.memo import render_context
+from .replay import Learned, ReplayPlan, Settings, plan_replay
 from .resolve import Resolved
 from .stream import Accumulator, Delta, Response
 from .transport import Transport
@@ -30,7 +29,7 @@ if TYPE_CHECKING:  # every wire module is checked against the protocol
     _WIRES: tuple[Wire, ...] = (anthropic, bedrock, gemini, openai_chat, openai_responses)
 
 __all__ = ["Exchange", "SSESplitter", "build_body", "complete", "decode_body", "get_wire", "iter_sse", "plain",
-           "sse_batches", "sse_events"]
+           "send", "sse_batches", "sse_events", "with_values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,24 +180,40 @@ def complete(
     transport: Transport | None = None,
     on_delta: Callable[[Delta], None] | None = None,
     body_hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-    cache: BuildMemo | None = None,
     values: Sequence[ValueRule] = (),
 ) -> Exchange:
-    """Send one request built from ``history`` to ``resolved`` and fold the answer.
-
-    ``cache`` (the conversation's ``BuildMemo``) lets a request rebuilt after each tool step
-    reuse the plans and renders of the messages it already built; ``values``: the route's
-    value lessons (``rejections.values_for``), applied to the body's top-level parameters."""
+    """Send one request built from ``history`` to ``resolved`` and fold the answer; ``values``:
+    the route's value lessons (``rejections.values_for``), applied to the body's top-level
+    parameters. A conversation builds through its ``builder.Builder`` instead (the same bytes)."""
+    resolved = with_values(resolved, values)
+    plan = plan_replay(history, resolved, learned, settings)
     wire = get_wire(resolved.route.wire)
+    return send(resolved, plan, lambda s: build_body(wire, plan, tools=tools, settings=settings, stream=s),
+                lambda: plan, stream=stream, values=values, api_key=api_key, transport=transport,
+                on_delta=on_delta, body_hook=body_hook)
+
+
+def with_values(resolved: Resolved, values: Sequence[ValueRule]) -> Resolved:
+    """``resolved`` with its model profile under the route's value lessons."""
     if values and (profile := with_lessons(resolved.profile, values)) is not resolved.profile:
-        resolved = replace(resolved, profile=profile)
-    plan = plan_replay(history, resolved, learned, settings, cache=cache)
-    body = build_body(wire, plan, tools=tools, settings=settings, stream=stream, memo=cache)
+        return replace(resolved, profile=profile)
+    return resolved
+
+
+def send(resolved: Resolved, plan: ReplayPlan, body_for: Callable[[bool], dict[str, Any]],
+         whole: Callable[[], ReplayPlan], *, stream: bool, values: Sequence[ValueRule] = (),
+         api_key: str | None = None, transport: Transport | None = None,
+         on_delta: Callable[[Delta], None] | None = None,
+         body_hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Exchange:
+    """Send the request for ``plan`` (``body_for(stream)``: its body) and fold the answer. A
+    refusal carries what the body held (``whole()``: the plan of every message sent)."""
+    wire = get_wire(resolved.route.wire)
+    body = body_for(stream)
     if values:
         body = apply_values(body, values)
     if not stream and _needs_stream(resolved.route.streams_with, body):
         stream = True  # the route refuses these fields on a non-streaming call; the answer folds the same
-        body = build_body(wire, plan, tools=tools, settings=settings, stream=True, memo=cache)
+        body = body_for(True)
         if values:
             body = apply_values(body, values)
     if body_hook is not None:
@@ -215,10 +230,7 @@ def complete(
     try:
         _send(wire, resolved, body, stream=stream, key=key, transport=transport, feed=feed)
     except ProviderHTTPError as e:
-        if cache is not None:  # the memo's plan may hold results only: plan afresh, read plain JSON
-            plan = plan_replay(history, resolved, learned, settings)
-            body = plain(body)
-        e.attempt = wire.attempt(plan, body)  # what was refused, for rejections.classify
+        e.attempt = wire.attempt(whole(), plain(body))  # what was refused, for rejections.classify
         raise
     return Exchange(plan, body, acc.result())
 
@@ -228,16 +240,10 @@ def _needs_stream(fields: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
 
 
 def build_body(wire: Wire, plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = Settings(),
-               stream: bool = False, memo: BuildMemo | None = None) -> dict[str, Any]:
-    """The request body for ``plan``: each planned message rendered by the wire (reused from
-    ``memo`` where its key was rendered before), then assembled by the wire. With a memo, the
-    body's per-message items are ``orjson.Fragment``s (serialised once, spliced by
-    ``orjson.dumps``); ``plain`` turns such a body into plain JSON values."""
-    render = wire.render_message
-    rendered = None
-    if render is not None and memo is not None:
-        route = plan.target.route
-        rendered = render_with(memo, plan.messages, render_context(route), lambda pm: render(pm, route))
+               stream: bool = False, rendered: Sequence[bytes] | None = None) -> dict[str, Any]:
+    """The request body for ``plan``, assembled by the wire; ``rendered``: each planned
+    message's render already serialised (the builder's), spliced as ``orjson.Fragment``s
+    (``plain`` turns such a body into plain JSON values)."""
     return wire.to_wire(plan, tools=tools, settings=settings, stream=stream, rendered=rendered)
 
 

@@ -34,10 +34,11 @@ from .resolve import Resolved, Table, load_table, resolve
 
 if TYPE_CHECKING:
     from .agent import Agent, TurnResult
+    from .builder import Builder
     from .compactor import AutoCompactor
     from .events import EventSink
     from .messages import Message
-    from .replay import BuildMemo, Settings
+    from .replay import Settings
     from .store import SessionInfo, SessionStore
     from .store.draft import Drafting
     from .store.lease import Lease
@@ -210,7 +211,7 @@ class Runtime:
 
     def agent(self, toolbox: Toolbox, *, api_key: str | None, on_event: EventSink | None = None,
               thinking: bool = True, effort: str | None = None, stream: bool | None = None,
-              max_steps: int | None = None, cache: BuildMemo | None = None) -> Agent:
+              max_steps: int | None = None, builder: Builder | None = None) -> Agent:
         """An agent over this runtime's store with config's defaults under the caller's choices."""
         from .agent import Agent
 
@@ -218,8 +219,8 @@ class Runtime:
                       stream=self.config.stream if stream is None else stream, api_key=api_key,
                       max_steps=max_steps or self.config.max_steps, transport=self.transport,
                       on_event=on_event, compactor=self.compactor())
-        if cache is not None:
-            agent.cache = cache
+        if builder is not None:
+            agent.builder = builder
         return agent
 
     @contextmanager

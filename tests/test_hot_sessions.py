@@ -19,10 +19,11 @@ import orjson
 import pytest
 
 from hermes.agent import Agent
+from hermes.builder import Builder
 from hermes.hot import HotSessions
 from hermes.messages import Message, Text
 from hermes.provider import get_wire
-from hermes.replay import BuildMemo, Learned, Settings, plan_replay
+from hermes.replay import Learned, Settings, plan_replay
 from hermes.resolve import resolve
 from hermes.store import Store
 from hermes.tools import Tool, Toolbox
@@ -64,7 +65,7 @@ def _hot_turn(hot: HotSessions, store: Store, sid: str, text: str, resolved: Any
     info = store.get_session(sid)
     history, cache = hot.checkout(store, info)
     assert history == store.load(sid), "the cached history is not what is stored"
-    result = Agent(store, toolbox, api_key=KEY, cache=cache).run_turn(sid, text, resolved, history=history)
+    result = Agent(store, toolbox, api_key=KEY, builder=cache).run_turn(sid, text, resolved, history=history)
     hot.checkin(info, result.history, cache)
     return result
 
@@ -161,17 +162,17 @@ def test_capacity_and_message_budget_evict_the_least_recently_used() -> None:
     info = dataclasses.make_dataclass("I", ["id", "created", "message_count"])
     hot = HotSessions(capacity=2)
     for i in range(3):
-        hot.checkin(info(f"s{i}", 1.0, 0), [], BuildMemo())
+        hot.checkin(info(f"s{i}", 1.0, 0), [], Builder())
     assert len(hot) == 2 and "s0" not in hot._entries
 
     hot = HotSessions(capacity=10, max_messages=5)
     msg = [Message.user("m")]
-    hot.checkin(info("a", 1.0, 2), msg * 2, BuildMemo())
-    hot.checkin(info("b", 1.0, 2), msg * 2, BuildMemo())
-    hot.checkin(info("a", 1.0, 3), msg * 3, BuildMemo())  # a again, grown: 5 messages in all
+    hot.checkin(info("a", 1.0, 2), msg * 2, Builder())
+    hot.checkin(info("b", 1.0, 2), msg * 2, Builder())
+    hot.checkin(info("a", 1.0, 3), msg * 3, Builder())  # a again, grown: 5 messages in all
     assert list(hot._entries) == ["b", "a"]
-    hot.checkin(info("c", 1.0, 1), msg, BuildMemo())  # 6 > 5: the least recently used (b) goes
+    hot.checkin(info("c", 1.0, 1), msg, Builder())  # 6 > 5: the least recently used (b) goes
     assert list(hot._entries) == ["a", "c"]
     hot.drop("a")
-    hot.checkin(info("d", 1.0, 4), msg * 4, BuildMemo())  # 1 + 4 fits again once a is dropped
+    hot.checkin(info("d", 1.0, 4), msg * 4, Builder())  # 1 + 4 fits again once a is dropped
     assert list(hot._entries) == ["c", "d"]

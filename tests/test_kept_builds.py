@@ -1,7 +1,7 @@
-"""Incremental building by value and kept runs (``replay.memo``, ``replay.runs``, ``hermes.kept``).
+"""Incremental building by value and kept runs (``hermes.builder``: ``memo``, ``kept``).
 
 The request body a new process builds from a session's kept runs (cold), the one the
-conversation's in-process memo builds (warm) and a build with no memo at all (fresh) are the
+conversation's in-process builder builds (warm) and the pure build (fresh) are the
 same bytes, on every route of the table, however the session grew between the turns that
 kept runs; and a change of route row, model profile, model or lesson reaches a different
 context, so a stale run is never sent.
@@ -22,13 +22,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_replay_properties import LEARNED, MODELS, _target, histories
 
+from hermes.builder import Builder
+from hermes.builder.memo import context
 from hermes.estimate import raw_plan_tokens
 from hermes.history import open_loop_start
-from hermes.kept import keep, restore
 from hermes.logs import plan_summary
 from hermes.messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.provider import build_body, get_wire
-from hermes.replay import BuildMemo, Learned, Settings, context, plan_replay
+from hermes.replay import Learned, Settings, plan_replay
 from hermes.routes import ROUTES
 from hermes.store import Store
 from hermes.wire import ToolSpec
@@ -41,8 +42,12 @@ SETTINGS = st.builds(Settings, st.booleans(), st.sampled_from([None, "low", "hig
 def _build(history, target, learned, s, memo):
     """(body bytes, plan) — or (the error's type, None) where a history cannot go to a wire."""
     try:
-        plan = plan_replay(history, target, learned, s, cache=memo)
-        body = build_body(get_wire(target.route.wire), plan, tools=TOOLS, settings=s, memo=memo)
+        if memo is None:
+            plan = plan_replay(history, target, learned, s)
+            body = build_body(get_wire(target.route.wire), plan, tools=TOOLS, settings=s)
+        else:
+            plan = memo.plan(history, target, learned, s)
+            body = memo.body(plan, tools=TOOLS, settings=s)
         return orjson.dumps(body), plan
     except Exception as e:  # an error is a result too: every way of building must agree on it
         return repr(type(e)).encode(), None
@@ -74,13 +79,13 @@ def _kept_runs(plan) -> int:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sessions(), st.sampled_from(ROUTE_KEYS), st.sampled_from(MODELS), LEARNED, SETTINGS, st.data())
 def test_cold_equals_warm_equals_fresh_on_every_route(history, key, model, learned, s, data):
-    """The session is stored turn by turn, runs kept after each (``hermes.kept.keep``); then a
+    """The session is stored turn by turn, runs kept after each (``Builder.keep``); then a
     new process builds the request for the whole history (the committed part plus what the
     next turn adds) from the kept runs alone."""
     target = _target(key, model)
     fresh, fresh_plan = _build(history, target, learned, s, None)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(history)), max_size=3)))
-    warm_memo = BuildMemo()
+    warm_memo = Builder()
     with tempfile.TemporaryDirectory() as d, Store(Path(d) / "state.db") as store:
         sid = store.create_session(provider="x", model="m")
         done = 0
@@ -91,19 +96,19 @@ def test_cold_equals_warm_equals_fresh_on_every_route(history, key, model, learn
             committed = store.load(sid)
             _build(committed, target, learned, s, warm_memo)  # that turn's request
             if _build(committed, target, learned, s, None)[1] is not None:
-                keep(warm_memo, store, sid, target, learned, committed)
+                warm_memo.keep(store, sid, target, learned, committed)
         warm, _ = _build(history, target, learned, s, warm_memo)
-        cold_memo = BuildMemo()  # a new process: nothing in memory but what the store kept
-        restored = restore(cold_memo, store, sid, target, learned)
+        cold_memo = Builder()  # a new process: nothing in memory but what the store kept
+        restored = cold_memo.restore(store, sid, target, learned)
         cold, cold_plan = _build(history, target, learned, s, cold_memo)
     assert cold == warm == fresh
     if fresh_plan is None or cold_plan is None:
         return
     # what the log and the token estimate read comes from the kept runs just the same
-    logged, logged_fresh = plan_summary(cold_plan, cold_memo), plan_summary(fresh_plan)
+    logged, logged_fresh = cold_memo.summary(cold_plan), plan_summary(fresh_plan)
     assert logged_fresh.pop("kept") == 0 and logged.pop("kept") == _kept_runs(cold_plan)
     assert logged == logged_fresh
-    assert raw_plan_tokens(cold_plan, tools=TOOLS, cache=cold_memo) == raw_plan_tokens(fresh_plan, tools=TOOLS)
+    assert cold_memo.raw_tokens(cold_plan, tools=TOOLS) == raw_plan_tokens(fresh_plan, tools=TOOLS)
     assert _kept_runs(cold_plan) <= restored
     event("built from kept runs" if cold_plan.kept else "built whole")
     if cold_plan.kept:  # the runs stand for the first messages of the window, the plan for the rest
@@ -128,17 +133,17 @@ BEFORE_LOOP = open_loop_start(_history())  # the last turn's loop is not kept: i
 def _kept(tmp_path: Path, target, learned=Learned(), history=None):
     store = Store(tmp_path / "state.db")
     sid, loaded = _stored(store, history or _history())
-    memo = BuildMemo()
+    memo = Builder()
     _build(loaded, target, learned, Settings(), memo)
-    assert keep(memo, store, sid, target, learned, loaded) == open_loop_start(loaded)
+    assert memo.keep(store, sid, target, learned, loaded) == open_loop_start(loaded)
     return store, sid, loaded
 
 
 def _cold(store, sid, loaded, target, learned=Learned(), s=Settings()):
     """(messages the restored runs hold, messages the cold build took from them); the body
     equals a fresh build's."""
-    memo = BuildMemo()
-    n = restore(memo, store, sid, target, learned)
+    memo = Builder()
+    n = memo.restore(store, sid, target, learned)
     body, plan = _build(loaded, target, learned, s, memo)
     assert body == _build(loaded, target, learned, s, None)[0]
     return n, _kept_runs(plan)
@@ -150,7 +155,7 @@ def test_a_context_remembered_for_an_object_is_the_one_it_has(key, model, learne
     """``context`` remembers a target's form by the object: asked again, and asked for an
     equal object it has not seen, it answers what its definition says (the persisted keys of
     kept runs depend on these bytes), and a changed copy still gets another context."""
-    from hermes.replay.memo import FORMAT, _plain
+    from hermes.builder.memo import FORMAT, _plain
 
     target = _target(key, model)
     defined = hashlib.sha256(orjson.dumps([FORMAT, _plain((target, learned))])).digest()[:16]
@@ -223,18 +228,18 @@ def test_undecodable_runs_are_misses(tmp_path):
     store = Store(tmp_path / "state.db")
     history = _history()
     sid, loaded = _stored(store, history[:8])
-    memo = BuildMemo()
-    keep(memo, store, sid, target, Learned(), loaded)  # first run: messages 0-4
+    memo = Builder()
+    memo.keep(store, sid, target, Learned(), loaded)  # first run: messages 0-4
     store.append_turn(sid, history[8:])
     loaded = store.load(sid)
     _build(loaded, target, Learned(), Settings(), memo)
-    keep(memo, store, sid, target, Learned(), loaded)
+    memo.keep(store, sid, target, Learned(), loaded)
     ctx = context(target, Learned())
     assert [(r[0], r[1]) for r in store.load_runs(sid, ctx)] == [(0, BEFORE_LOOP)]  # merged: 5 ≤ 16
     store.append_turn(sid, [Message.user("one more")])
     loaded = store.load(sid)
     _build(loaded, target, Learned(), Settings(), memo)
-    keep(memo, store, sid, target, Learned(), loaded)
+    memo.keep(store, sid, target, Learned(), loaded)
     assert [(r[0], r[1]) for r in store.load_runs(sid, ctx)] == [(0, BEFORE_LOOP), (BEFORE_LOOP, len(loaded))]
     with store._lock:
         store._c.execute("UPDATE kept_runs SET state = 'not json' WHERE first_seq = ?", (BEFORE_LOOP,))
@@ -249,9 +254,9 @@ def test_one_chain_per_session_is_kept(tmp_path):
     """The bound: keeping runs for a new context replaces the session's old ones."""
     a, b = _target("deepseek", "m-1"), _target("deepseek", "m-2")
     store, sid, loaded = _kept(tmp_path, a)
-    memo = BuildMemo()
+    memo = Builder()
     _build(loaded, b, Learned(), Settings(), memo)
-    keep(memo, store, sid, b, Learned(), loaded)
+    memo.keep(store, sid, b, Learned(), loaded)
     assert store.load_runs(sid, context(a, Learned())) == []
     assert len(store.load_runs(sid, context(b, Learned()))) == 1
     with store._lock:
@@ -264,13 +269,13 @@ def test_a_long_session_keeps_few_runs(tmp_path):
     target = _target("anthropic", "m-1")
     store = Store(tmp_path / "state.db")
     sid = store.create_session(provider="x", model="m")
-    memo = BuildMemo()
+    memo = Builder()
     turns = [m for _ in range(6) for m in _history()]  # 36 turns
     for i in range(0, len(turns), 4):
         store.append_turn(sid, turns[i:i + 4])
         loaded = store.load(sid)
         _build(loaded, target, Learned(), Settings(), memo)
-        keep(memo, store, sid, target, Learned(), loaded)
+        memo.keep(store, sid, target, Learned(), loaded)
     runs = store.load_runs(sid, context(target, Learned()))
     sizes = [end - first for first, end, *_ in runs]
     assert len(runs) <= 6 and sizes == sorted(sizes, reverse=True) and sum(sizes) == open_loop_start(loaded)
@@ -283,9 +288,9 @@ def test_only_committed_messages_are_kept(tmp_path):
     target = _target("deepseek", "m-1")
     store = Store(tmp_path / "state.db")
     sid, loaded = _stored(store, _history()[:4])
-    memo = BuildMemo()
+    memo = Builder()
     _build([*loaded, Message.user("pending")], target, Learned(), Settings(), memo)
-    assert keep(memo, store, sid, target, Learned(), loaded) == 1  # the question; its loop is still open
+    assert memo.keep(store, sid, target, Learned(), loaded) == 1  # the question; its loop is still open
 
 
 @pytest.mark.parametrize("key", ["anthropic", "deepseek"])
@@ -297,11 +302,11 @@ def test_a_new_process_plans_nothing_before_the_loop(tmp_path, key):
     store = Store(tmp_path / "state.db")
     history = [m for m in _history() if not m.reasoning] + [Message.user("next")]
     sid, loaded = _stored(store, history)
-    memo = BuildMemo()
+    memo = Builder()
     _build(loaded, target, Learned(), Settings(), memo)
-    keep(memo, store, sid, target, Learned(), loaded)
-    cold = BuildMemo()
-    assert restore(cold, store, sid, target, Learned()) == len(loaded)
+    memo.keep(store, sid, target, Learned(), loaded)
+    cold = Builder()
+    assert cold.restore(store, sid, target, Learned()) == len(loaded)
     body, plan = _build(loaded, target, Learned(), Settings(), cold)
     assert body == _build(loaded, target, Learned(), Settings(), None)[0]
     assert plan is not None and plan.messages == () and _kept_runs(plan) == len(loaded)
@@ -323,12 +328,12 @@ def test_kept_runs_round_trip_on_both_backends(tmp_path, backend, request):
         target = _target("openrouter", "m-1")
         sid, loaded = _stored(store, _history())  # type: ignore[arg-type]
         assert all(m.digest == message_digest(m) for m in loaded)  # read from the column, and right
-        memo = BuildMemo()
+        memo = Builder()
         _build(loaded, target, Learned(), Settings(), memo)
-        assert keep(memo, store, sid, target, Learned(), loaded) == BEFORE_LOOP
+        assert memo.keep(store, sid, target, Learned(), loaded) == BEFORE_LOOP
         ctx = context(target, Learned())
         rows = store.load_runs(sid, ctx)
-        (run,) = memo.runs[ctx]
+        (run,) = memo.memo.runs[ctx]
         assert rows == [(0, BEFORE_LOOP, 0, run.digests, run.body, run.cost, rows[0][6])]
         assert run.digests == b"".join(m.digest for m in loaded[:BEFORE_LOOP])
         assert _cold(store, sid, loaded, target) == (BEFORE_LOOP, BEFORE_LOOP)
@@ -349,14 +354,14 @@ def test_two_processes_keeping_one_session_leave_one_chain(tmp_path):
     ctx = context(target, Learned())
     store = Store(tmp_path / "state.db")
     sid = store.create_session(provider="x", model="m")
-    a, b = BuildMemo(), BuildMemo()
+    a, b = Builder(), Builder()
     turns = [m for _ in range(2) for m in _history()]
     for i, memo in zip(range(0, len(turns), 4), [a, b, b, a, b, a, a, b, a, b, b, a], strict=True):
         store.append_turn(sid, turns[i:i + 4])
         loaded = store.load(sid)
-        restore(memo, store, sid, target, Learned())
+        memo.restore(store, sid, target, Learned())
         _build(loaded, target, Learned(), Settings(), memo)
-        keep(memo, store, sid, target, Learned(), loaded)
+        memo.keep(store, sid, target, Learned(), loaded)
         rows = store.load_runs(sid, ctx)
         assert [r[0] for r in rows[:1]] in ([], [0]) and all(x[1] == y[0] for x, y in pairwise(rows))
     kept, used = _cold(store, sid, [*loaded, Message.user("next")], target)

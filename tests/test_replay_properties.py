@@ -167,12 +167,13 @@ def test_lookalike_origin_is_foreign():
 @FAST
 @given(histories(), st.lists(st.tuples(TARGETS, LEARNED), min_size=1, max_size=4), st.data())
 def test_cached_builds_equal_fresh_builds(history, targets, data):
-    """A conversation's BuildMemo never changes a byte: each growing prefix, on any route
+    """A conversation's Builder never changes a byte: each growing prefix, on any route
     sequence and with lessons learned on the way, builds exactly what a fresh build does."""
-    from hermes.provider import build_body, get_wire
-    from hermes.replay import BuildMemo, Settings
+    from hermes.builder import Builder
+    from hermes.provider import get_wire
+    from hermes.replay import Settings
 
-    cache = BuildMemo()
+    builder = Builder()
     cuts = sorted(data.draw(st.lists(st.integers(0, len(history)), min_size=1, max_size=4)))
     for cut, (target, learned) in zip(cuts, targets * 4, strict=False):
         wire = get_wire(target.route.wire)
@@ -183,8 +184,8 @@ def test_cached_builds_equal_fresh_builds(history, targets, data):
         except Exception as e:  # some random histories are not renderable on some wires
             fresh = repr(type(e)).encode()
         try:
-            plan = plan_replay(prefix, target, learned, cache=cache)
-            cached = orjson.dumps(build_body(wire, plan, settings=Settings(), memo=cache), default=repr)
+            cached = orjson.dumps(builder.body(builder.plan(prefix, target, learned), settings=Settings()),
+                                  default=repr)
         except Exception as e:
             cached = repr(type(e)).encode()
         assert cached == fresh
@@ -193,17 +194,17 @@ def test_cached_builds_equal_fresh_builds(history, targets, data):
 @FAST
 @given(histories(), st.lists(st.tuples(TARGETS, LEARNED), min_size=1, max_size=4), st.data())
 def test_cached_estimates_equal_fresh_estimates(history, targets, data):
-    """The preflight estimate with the conversation's BuildMemo (plans and per-message costs
+    """The preflight estimate with the conversation's Builder (plans and per-message costs
     reused, as the agent runs it) prices every growing prefix exactly as a fresh estimate does,
     on any route sequence and with lessons learned on the way."""
+    from hermes.builder import Builder
     from hermes.estimate import estimate_history, raw_plan_tokens
-    from hermes.replay import BuildMemo
 
-    cache = BuildMemo()
+    builder = Builder()
     cuts = sorted(data.draw(st.lists(st.integers(0, len(history)), min_size=1, max_size=4)))
     for cut, (target, learned) in zip(cuts, targets * 4, strict=False):
         prefix = history[:cut]
         fresh = estimate_history(prefix, target, learned=learned)
-        assert estimate_history(prefix, target, learned=learned, cache=cache) == fresh
-        plan = plan_replay(prefix, target, learned, cache=cache)  # the request's own plan, priced again after it
-        assert raw_plan_tokens(plan, cache=cache) == raw_plan_tokens(plan_replay(prefix, target, learned))
+        assert builder.estimate(prefix, target, learned=learned) == fresh
+        plan = builder.plan(prefix, target, learned)  # the request's own plan, priced again after it
+        assert builder.raw_tokens(plan) == raw_plan_tokens(plan_replay(prefix, target, learned))

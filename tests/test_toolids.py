@@ -7,8 +7,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hermes.builder import Builder
 from hermes.messages import Message, ToolCall, ToolResult, dumps
-from hermes.replay import BuildMemo, ReplayPlan, plan_replay
+from hermes.replay import ReplayPlan, plan_replay
 from hermes.resolve import resolve
 from hermes.toolids import base62, base62_prefix, extend_id_map, id_map, valid, wire_id
 
@@ -115,12 +116,12 @@ def test_a_later_id_equal_to_an_earlier_mapping_maps_the_history_again() -> None
     history = [Message.user("q"), calls[0], Message("tool", (ToolResult("call_1", "a"),)),
                calls[1], Message("tool", (ToolResult(chosen, "b"),))]
     target = resolve("mistral", None, "mistral-medium-latest")
-    memo = BuildMemo()
-    plan_replay(history[:3], target, cache=memo)  # the first request maps call_1 to `chosen`
+    builder = Builder()
+    builder.plan(history[:3], target)  # the first request maps call_1 to `chosen`
     def sent_ids(plan: ReplayPlan) -> list[str]:
         return [p.id if isinstance(p, ToolCall) else p.call_id for pm in plan.messages for p in pm.parts
                 if isinstance(p, ToolCall | ToolResult)]
 
-    with_memo = sent_ids(plan_replay(history, target, cache=memo))
+    with_memo = sent_ids(builder.plan(history, target))
     assert with_memo == sent_ids(plan_replay(history, target))
     assert with_memo == [wire_id("mistral", "call_1", 1)] * 2 + [chosen] * 2

@@ -185,13 +185,13 @@ class GatewayState:
                 req.provider or req.model or req.base_url):
             resolved = self.switch(fresh, req)
             key = self.runtime.key(resolved)
-        history, cache = self.hot.checkout(self.store, fresh)
+        history, builder = self.hot.checkout(self.store, fresh)
         agent = self.runtime.agent(self.toolbox, api_key=key, on_event=on_event,
-                                   stream=self.options.provider_stream, max_steps=self.options.max_steps, cache=cache)
+                                   stream=self.options.provider_stream, max_steps=self.options.max_steps, builder=builder)
         result = self.runtime.turn(agent, fresh.id, req.content, resolved, lease=lease, history=history)
         if req.provider or req.model or req.base_url:  # the row may have a new route: peek must see it
             fresh = self.store.get_session(fresh.id)
-        self.hot.checkin(fresh, result.history, cache)
+        self.hot.checkin(fresh, result.history, builder)
         return {"session_id": fresh.id, "answer": result.answer, "steps": result.steps, "stopped": result.stopped,
                 "learned": result.learned, "usage": openai_usage(result.usage), **describe(resolved)}
 

@@ -390,7 +390,7 @@ class Proxy:
         """``resolve`` of (route, upstream, model), remembered: resolving parses the URL and
         matches the model against the profile rows, a tenth of a request's CPU, for an answer
         that never changes in this process. The same object each time, so what is derived
-        from it once per object (``replay.memo``) is derived once."""
+        from it once per object (``builder.memo``) is derived once."""
         k = (row.key, upstream, model)
         hit = self._targets.get(k)
         if hit is None:

@@ -18,15 +18,13 @@ Every reasoning part and every structural repair gets a ``Decision`` with a reas
 ``hermes replay`` prints. Wire modules render the plan and never decide again.
 
 Modules: ``plan`` (the types), ``sendable`` (may a blob go there), ``chat`` / ``blocks`` /
-``gemini`` (per-message planning per wire family), ``structure``, ``planner`` (the request),
-``memo`` (incremental building: per-message results memoised by value), ``runs`` (a stored
-session's earlier messages kept already built, spliced whole).
+``gemini`` (per-message planning per wire family), ``structure``, ``planner`` (the request).
+Every cache lives above this package, in ``hermes.builder``.
 """
 
 from __future__ import annotations
 
 from ..messages import blob_hash
-from .memo import BuildMemo, context, render_with, shared_prefix
 from .plan import (
     GEMINI_SKIP_SIGNATURE,
     PAD,
@@ -34,16 +32,15 @@ from .plan import (
     Learned,
     PlannedMessage,
     ReplayPlan,
+    Run,
     Settings,
 )
 from .planner import effort_fields, plan_replay
-from .runs import Run
 from .sendable import blob_allowed
 
 __all__ = [
     "GEMINI_SKIP_SIGNATURE",
     "PAD",
-    "BuildMemo",
     "Decision",
     "Learned",
     "PlannedMessage",
@@ -52,9 +49,6 @@ __all__ = [
     "Settings",
     "blob_allowed",
     "blob_hash",
-    "context",
     "effort_fields",
     "plan_replay",
-    "render_with",
-    "shared_prefix",
 ]

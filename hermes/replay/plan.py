@@ -15,7 +15,6 @@ from typing import Any, Literal
 from ..messages import Part
 from ..resolve import Resolved
 from ..routes import GEMINI_SKIP_SIGNATURE
-from .runs import Run
 
 __all__ = [
     "DETAILS",
@@ -26,6 +25,7 @@ __all__ = [
     "Learned",
     "PlannedMessage",
     "ReplayPlan",
+    "Run",
     "Settings",
 ]
 
@@ -93,8 +93,42 @@ class PlannedMessage:
     ``reasoning_details``), for the attempt record a rejection is judged against (hashed only
     there, when a request fails)."""
     key: tuple[Any, ...] | None = field(default=None, kw_only=True, compare=False, repr=False)
-    """What this result was computed from, as a value (``replay.memo``): set when a
-    ``BuildMemo`` planned it, so its render and cost are memoised under the same key."""
+    """What this result was computed from, as a value (``hermes.builder.memo``): set when a
+    ``Builder`` planned it, so its render and cost are memoised under the same key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Stored messages ``first`` … ``end - 1`` as one request would carry them, already built
+    (``hermes.builder.kept``)."""
+
+    first: int
+    end: int
+    window: int
+    """The window start the chain begins at (a run is only used after the runs before it)."""
+    digests: bytes
+    """The messages' digests (``Message.digest``, 16 bytes each), concatenated: the run is used
+    only for exactly these message values."""
+    body: bytes
+    """The wire's request items for these messages (chat messages, or Anthropic turns),
+    serialised and comma-separated; ``b""`` when they render nothing."""
+    system: str
+    """System text these messages add (a wire that sends system text beside the messages)."""
+    cost: int
+    """Summed raw token cost (``estimate.message_cost``) on the context's pricing basis."""
+    tally: Any
+    """The request-log tally of these messages (a ``logs.Tally``, read-only: read back and
+    checked once, when the run is restored)."""
+    opens: str | None
+    """Side of the first turn the run opens (``"user"``/``"assistant"``), None if it opens none."""
+    closes: str | None
+    """Side of the last turn the run opens, None if it opens none."""
+    ids_ok: bool
+    """Every tool-call id in the run is one the route accepts as it is."""
+
+    @property
+    def size(self) -> int:
+        return self.end - self.first
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +142,8 @@ class ReplayPlan:
     placeholder_after: bool = field(default=False, kw_only=True)
     """Structure: a placeholder user turn ends the conversation (it must not end on the model)."""
     kept: tuple[Run, ...] = field(default=(), kw_only=True)
-    """Kept runs (``replay.runs``) that stand for the first messages of the window, already
-    built: ``messages`` are the ones after them. Only a plan built with a ``BuildMemo``."""
+    """Kept runs that stand for the first messages of the window, already built: ``messages``
+    are the ones after them. Only a ``Builder``'s plan has them; ``plan_replay``'s is whole."""
 
     @property
     def first(self) -> int:

@@ -18,13 +18,17 @@ messages as they are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .memo import BuildMemo, shared_prefix
 from .plan import Decision, PlannedMessage
 
-__all__ = ["structure", "turn_sides"]
+__all__ = ["Mark", "close", "mark_from", "marked", "structure", "turn_sides"]
+
+State = tuple[str | None, int]
+"""(side of the last turn opened, position of the last non-system message) before a message."""
+Mark = Callable[[PlannedMessage, bool, bool, tuple[Decision, ...]], PlannedMessage]
+"""``pm`` with its structure marks (``marked``, or a caller's memoised form of it)."""
 
 _WHY_ALTERNATE = {
     "anthropic": "the Messages API wants user and assistant turns to alternate",
@@ -50,21 +54,10 @@ def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
     return True
 
 
-def _marked(pm: PlannedMessage, cache: BuildMemo | None, *, joins: bool = False, placeholder: bool = False,
-            decisions: tuple[Decision, ...]) -> PlannedMessage:
-    """``pm`` with its structure marks (memoised under them: the same input, the same result).
-
-    The result keeps ``pm``'s key: marks change neither the message's own render (a wire
-    reads them when it assembles turns), nor its cost, nor its log summary (structure
-    decisions are not summarised), so those results — kept ones too — are shared."""
-    if cache is None or pm.key is None:
-        return replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
-    k = (*pm.key, ("structure", joins, placeholder))
-    out = cache.plans.get(k)
-    if out is None:
-        out = replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
-        cache.plans[k] = out  # ``out.key`` stays ``pm.key`` (copied by ``replace``)
-    return out
+def marked(pm: PlannedMessage, joins: bool, placeholder: bool, decisions: tuple[Decision, ...]) -> PlannedMessage:
+    """``pm`` with its structure marks. Marks change neither the message's own render (a wire
+    reads them when it assembles turns), nor its cost, nor its log summary."""
+    return replace(pm, joins=joins, placeholder=placeholder, decisions=(*pm.decisions, *decisions))
 
 
 def turn_sides(planned: Sequence[PlannedMessage], wire: str) -> tuple[str | None, str | None]:
@@ -77,28 +70,24 @@ def turn_sides(planned: Sequence[PlannedMessage], wire: str) -> tuple[str | None
     return (sides[0], sides[-1]) if sides else (None, None)
 
 
-def structure(planned: Sequence[PlannedMessage], wire: str, cache: BuildMemo | None = None, *,
-              after: str | None = None) -> tuple[list[PlannedMessage], bool]:
+def structure(planned: Sequence[PlannedMessage], wire: str, *, after: str | None = None
+              ) -> tuple[list[PlannedMessage], bool]:
     """(planned messages with their structure marks, whether a placeholder user turn ends the
-    request) for ``wire``; ``after``: the side of the last turn sent before them (kept runs,
-    ``replay.runs``). With a ``cache``, the previous request's marks are reused up to the
-    first planned message whose key changed (a mark depends only on the messages before it)."""
+    request) for ``wire``; ``after``: the side of the last turn sent before them (kept runs)."""
+    out, state = mark_from(planned, wire, [], [], after, marked)
+    return close(out, state, wire)
+
+
+def mark_from(planned: Sequence[PlannedMessage], wire: str, out: list[PlannedMessage], state: list[State],
+              after: str | None, mark: Mark) -> tuple[list[PlannedMessage], list[State]]:
+    """The structure pass over ``planned[len(out):]``, continuing from ``out`` and ``state`` (the
+    marked messages before and the state before each: a mark depends only on the messages
+    before it, so a pass may resume where an earlier one agreed)."""
     why = _WHY_ALTERNATE.get(wire)
     if why is None:
-        return planned if isinstance(planned, list) else list(planned), False
-    out: list[PlannedMessage] = []
-    state: list[tuple[str | None, int]] = []  # (side of the last turn opened, last non-system) before each
-    prev: str | None = after
-    last = -1
-    keys = [pm.key for pm in planned] if cache is not None else []
-    if cache is not None and cache.last_structure is not None and cache.last_structure[0] == (wire, after):
-        _, prev_in, prev_out, prev_state = cache.last_structure
-        k = shared_prefix(prev_in, keys)
-        if None in keys[:k]:  # an unkeyed planned message is never reused
-            k = keys.index(None)
-        if k:
-            out, state = prev_out[:k], prev_state[:k]
-            prev, last = prev_state[k - 1]
+        return planned if isinstance(planned, list) else list(planned), []
+    out, state = list(out), list(state)
+    prev, last = state[-1] if state else (after, -1)
     for i in range(len(out), len(planned)):
         pm = planned[i]
         if pm.role != "system":
@@ -106,30 +95,33 @@ def structure(planned: Sequence[PlannedMessage], wire: str, cache: BuildMemo | N
             if wire == "bedrock":
                 last = i
                 if side == prev == "user":
-                    pm = _marked(pm, cache, joins=True, decisions=(
-                        Decision(None, "merge", (), f"joins the previous user turn: {why}"),))
+                    pm = mark(pm, True, False, (Decision(None, "merge", (), f"joins the previous user turn: {why}"),))
                 elif side == "assistant" and prev in (None, "assistant"):
                     where = ("the conversation would start with the model" if prev is None
                              else "two assistant turns in a row")
-                    pm = _marked(pm, cache, placeholder=True, decisions=(
+                    pm = mark(pm, False, True, (
                         Decision(None, "insert", ("before",), f"placeholder user turn first: {where}; {why}"),))
                 prev = side
             elif not _renders_nothing(pm, wire):
                 if side == prev:
                     said = "model" if wire == "gemini" and side == "assistant" else side
-                    pm = _marked(pm, cache, joins=True, decisions=(
-                        Decision(None, "merge", (), f"joins the previous {said} turn: {why}"),))
+                    pm = mark(pm, True, False, (Decision(None, "merge", (), f"joins the previous {said} turn: {why}"),))
                 prev = side
         out.append(pm)
         state.append((prev, last))
-    if cache is not None:
-        cache.last_structure = ((wire, after), keys, out, state)
+    return out, state
+
+
+def close(out: list[PlannedMessage], state: Sequence[State], wire: str) -> tuple[list[PlannedMessage], bool]:
+    """The marked messages with the closing placeholder where ``wire`` needs one (Converse must
+    not end on the model), and whether it does."""
+    last = state[-1][1] if state else -1
     if wire != "bedrock" or (last >= 0 and _side(out[last]) == "user"):
         return list(out), False
-    out = list(out)  # the closing mark belongs to this request only: never into the reused prefix
+    out = list(out)  # the closing mark belongs to this request only: never into a reused prefix
     if last >= 0:  # the closing placeholder is told on the message it follows
         pm = out[last]
         closing = Decision(None, "insert", ("after",),
-                           f"placeholder user turn last: the request must not end on the model; {why}")
+                           f"placeholder user turn last: the request must not end on the model; {_WHY_ALTERNATE[wire]}")
         out[last] = replace(pm, decisions=(*pm.decisions, closing), key=None)  # this request's only
     return out, True

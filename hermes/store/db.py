@@ -354,7 +354,7 @@ class Store(SharedMethods):
     # ------------------------------------------------------------------ build results
 
     def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
-        """The session's kept runs for request context ``context`` (``hermes.replay.runs``), in
+        """The session's kept runs for request context ``context`` (``hermes.builder.kept``), in
         order; rows that do not decode are left out (a miss: those messages are built again)."""
         return checked(self._read(SELECT, (session_id, context)))
 

@@ -1,6 +1,6 @@
-"""The ``kept_runs`` table: a session's earlier messages kept already built (``replay.runs``).
+"""The ``kept_runs`` table: a session's earlier messages kept already built (``builder.kept``).
 
-A row is one run of stored messages for one request context (``hermes.replay.memo``): the
+A row is one run of stored messages for one request context (``hermes.builder.memo``): the
 serialised request items the wire sends for them, their summed token cost, their
 request-log tally and the digests of the messages they were built from. Only the session's
 latest context and chain are kept: saving a run removes the session's rows of any other

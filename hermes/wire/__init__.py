@@ -6,7 +6,7 @@ each module against the protocol in ``provider``) and does no I/O:
 * ``to_wire(plan, *, tools, settings, stream, rendered) -> dict`` — the request body (Bedrock:
   the Converse keyword arguments). It renders the plan and never re-decides what is replayed.
 * ``render_message(pm, route)`` — one planned message's part of the body, pure, so the
-  builder (``provider.complete``) memoises it by the planned message's key and passes the
+  builder (``hermes.builder``) memoises it by the planned message's key and passes the
   results to ``to_wire`` as ``rendered``; ``None`` on a wire that renders only whole plans.
   ``ITEMS`` names the body field that holds those parts (``messages``, ``input``, ``contents``).
 * ``decoder(resolved) -> Decoder`` — a fresh decoder for one response: ``decode_event(event,

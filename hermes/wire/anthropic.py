@@ -213,7 +213,7 @@ _OPEN = {"assistant": b'{"role":"assistant","content":[', "user": b'{"role":"use
 
 
 def _spliced(plan: ReplayPlan, rendered: Sequence[bytes]) -> tuple[str, list[orjson.Fragment]]:
-    """``_messages`` from serialised per-message renders (``replay.memo``): the same JSON,
+    """``_messages`` from serialised per-message renders (``builder.memo``): the same JSON,
     assembled as bytes — no block is serialised again, and a turn of one message is its
     render's bytes as they are (only merged turns are joined)."""
     system: list[str] = []
@@ -240,7 +240,7 @@ _DEFAULT_SETTINGS = Settings()
 def to_wire(plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), settings: Settings = _DEFAULT_SETTINGS,
             stream: bool = False, rendered: Sequence[bytes] | None = None) -> dict[str, Any]:
     """The Messages request body for ``plan`` (Vertex: without ``model``, with its version).
-    ``rendered``: each planned message's ``render_message``, serialised (``replay.memo``),
+    ``rendered``: each planned message's ``render_message``, serialised (``builder.memo``),
     when the caller kept them: spliced into the body as bytes, after the plan's kept runs."""
     target = plan.target
     messages: Any

@@ -68,7 +68,7 @@ def to_wire(
     rendered: Sequence[bytes] | None = None,
 ) -> dict[str, Any]:
     """The request body for ``plan``; nothing here decides what reasoning is replayed.
-    ``rendered``: each planned message's ``render_message``, serialised (``replay.memo``),
+    ``rendered``: each planned message's ``render_message``, serialised (``builder.memo``),
     when the caller kept them: spliced into the body as bytes, after the plan's kept runs."""
     route = plan.target.route
     fragment = orjson.Fragment
@@ -181,6 +181,6 @@ def _tool_results(pm: PlannedMessage, parts: Sequence[Part]) -> list[dict[str, A
 
 def render_message(pm: PlannedMessage, route: Any) -> list[dict[str, Any]]:
     """One planned message as the chat messages ``to_wire`` sends for it: pure, so the
-    builder memoises it per planned message (``replay.render_with``); ``hermes proxy`` takes
+    builder memoises it per planned message (``builder.memo.render_with``); ``hermes proxy`` takes
     the reasoning keys from here, so it never places a field differently."""
     return _render(pm, (route.call_signature, route.text_signature))

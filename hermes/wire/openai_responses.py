@@ -79,7 +79,7 @@ def to_wire(
     rendered: Sequence[bytes] | None = None,
 ) -> dict[str, Any]:
     """The request body for ``plan``: input items in the stored order, nothing re-decided.
-    ``rendered``: each planned message's ``render_message``, serialised (``replay.memo``),
+    ``rendered``: each planned message's ``render_message``, serialised (``builder.memo``),
     when the caller kept them: spliced into the body as bytes, after the plan's kept runs."""
     fragment = orjson.Fragment
     items: list[Any] = [fragment(r.body) for r in plan.kept if r.body]  # kept runs: already built
@@ -109,7 +109,7 @@ def to_wire(
 
 def render_message(pm: PlannedMessage, route: object = None) -> list[dict[str, Any]]:
     """One planned message as its input items: pure, so the builder memoises it per planned
-    message and a session's runs keep it (``replay.runs``)."""
+    message and a session's runs keep it (``builder.kept``)."""
     if pm.role == "assistant":
         return _assistant_items(pm.parts, pm.index)
     if pm.role == "tool":

@@ -2,7 +2,7 @@
 
 A new process that resumes a long session (``hermes chat -q --resume``, a gateway turn on a
 session this worker has not seen) would otherwise plan and render every stored message
-before its first request. Instead, after each turn the builder keeps (``hermes.kept``) the
+before its first request. Instead, after each turn the builder keeps (``Builder.keep``) the
 request items of the messages before that turn's open tool loop as one *run*: their
 serialised wire items in one piece, their summed token cost, their request-log tally, and the
 digests of the messages they were built from. The next request — in any process — splices
@@ -12,9 +12,12 @@ A run holds only what a per-message build would produce under rules that cannot 
 without changing the request context (``memo.context``: route row, host, model, profile,
 lessons, build format): its messages are before the open loop, no tool-call id of the
 request is rewritten, thinking is on, and on a wire that merges same-side messages into one
-turn the run starts a turn of its own. The planner uses runs only when the request it builds
-meets the same conditions (``planner``); otherwise it plans every message, so a body built
-from runs is always the body a build without them sends.
+turn the run starts a turn of its own. The builder uses runs only when the request it builds
+meets the same conditions (``Builder.plan``); otherwise it plans every message, so a body
+built from runs is always the body a build without them sends.
+
+A failure to read or write runs never fails a turn: it costs a build of every message; a
+stored row that does not decode is a miss (``run_of``).
 
 Runs form one chain per session and context, from the window start (the latest compaction
 checkpoint, or the first message) on. The chain is kept short by merging: a new run absorbs
@@ -26,43 +29,17 @@ many times over the session's life).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Run", "closing_side", "matching", "merged"]
+import orjson
 
+from ..logs import Tally
+from ..replay import Run
 
-@dataclass(frozen=True, slots=True)
-class Run:
-    """Stored messages ``first`` … ``end - 1`` as one request would carry them."""
+if TYPE_CHECKING:
+    from ..store import RunRow
 
-    first: int
-    end: int
-    window: int
-    """The window start the chain begins at (a run is only used after the runs before it)."""
-    digests: bytes
-    """The messages' digests (``Message.digest``, 16 bytes each), concatenated: the run is used
-    only for exactly these message values."""
-    body: bytes
-    """The wire's request items for these messages (chat messages, or Anthropic turns),
-    serialised and comma-separated; ``b""`` when they render nothing."""
-    system: str
-    """System text these messages add (a wire that sends system text beside the messages)."""
-    cost: int
-    """Summed raw token cost (``estimate.message_cost``) on the context's pricing basis."""
-    tally: Any
-    """The request-log tally of these messages (a ``logs.Tally``, read-only: read back and
-    checked once, when the run is restored)."""
-    opens: str | None
-    """Side of the first turn the run opens (``"user"``/``"assistant"``), None if it opens none."""
-    closes: str | None
-    """Side of the last turn the run opens, None if it opens none."""
-    ids_ok: bool
-    """Every tool-call id in the run is one the route accepts as it is."""
-
-    @property
-    def size(self) -> int:
-        return self.end - self.first
+__all__ = ["chain_of", "closing_side", "matching", "merged", "run_of", "state_of"]
 
 
 def closing_side(runs: Sequence[Run]) -> str | None:
@@ -98,3 +75,38 @@ def merged(a: Run, b: Run, tally: Any) -> Run:
                "\n\n".join(s for s in (a.system, b.system) if s), a.cost + b.cost, tally,
                a.opens if a.opens is not None else b.opens, b.closes if b.closes is not None else a.closes,
                a.ids_ok and b.ids_ok)
+
+
+def chain_of(rows: Sequence[RunRow]) -> list[Run]:
+    """The chain of stored ``rows`` (``SessionStore.load_runs`` for one context): from the
+    window start on, as far as each row decodes and follows the one before."""
+    chain: list[Run] = []
+    for row in rows:
+        run = run_of(row)
+        follows = run is not None and ((chain[-1].end, chain[-1].window) == (run.first, run.window) if chain
+                                       else run.first == run.window)
+        if run is None or not follows:
+            break
+        chain.append(run)
+    return chain
+
+
+def run_of(row: RunRow) -> Run | None:
+    """A stored row as a run; None when its state does not decode (a miss, built again)."""
+    first, end, window, ds, body, cost, state = row
+    try:
+        st = orjson.loads(state)
+        t = Tally.from_json(st["tally"])
+        system, opens, closes, ids_ok = st["system"], st["opens"], st["closes"], st["ids_ok"]
+    except (orjson.JSONDecodeError, TypeError, ValueError, KeyError, AttributeError):
+        return None
+    if not (isinstance(system, str) and opens in (None, "user", "assistant") and closes in (None, "user", "assistant")
+            and isinstance(ids_ok, bool)):
+        return None
+    return Run(first, end, window, ds, body, system, cost, t, opens, closes, ids_ok)
+
+
+def state_of(run: Run) -> str:
+    """What a stored row keeps of ``run`` beside its columns (the inverse of ``run_of``)."""
+    return orjson.dumps({"system": run.system, "tally": run.tally.to_json(), "opens": run.opens,
+                         "closes": run.closes, "ids_ok": run.ids_ok}).decode()

@@ -21,8 +21,8 @@ far as the new request's digests agree with them — a session's stored history 
 
 Wires never see the memo: they render one planned message at a time (``render_message``);
 the builder (``render_with``) reuses what it can and hands the wire the per-message renders.
-The memo also holds the session's kept runs (``replay.runs``): earlier messages already
-built by this or an earlier process, which the planner splices whole.
+The memo also holds the session's kept runs (``builder.kept``): earlier messages already
+built by this or an earlier process, which the builder splices whole.
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ from typing import Any
 import orjson
 
 from ..messages import Message, digest_of
-from .plan import PlannedMessage
-from .runs import Run
+from ..replay import PlannedMessage, Run
 
 __all__ = ["FORMAT", "BuildMemo", "context", "digests", "render_context", "render_with", "serialised",
            "shared_prefix"]
@@ -161,7 +160,7 @@ class BuildMemo:
         self.summaries: dict[Key, Any] = {}
         """plan key → what the message carried, for the request log (``logs.message_summary``)."""
         self.runs: dict[bytes, list[Run]] = {}
-        """context → the session's chain of kept runs (``replay.runs``), as restored from the
+        """context → the session's chain of kept runs (``builder.kept``), as restored from the
         store or kept by this process."""
         self.restored: set[tuple[str, bytes]] = set()
         """(session, context) pairs whose kept runs were loaded into this memo."""
