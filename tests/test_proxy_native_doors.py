@@ -1,6 +1,6 @@
 """The front doors on the native routes, and the refusals of a request at the wrong door.
 
-* ``POST /anthropic/v1/responses``: a Responses client (the official ``openai`` SDK, as Codex
+* ``POST /anthropic/v1/responses`` (and the Vertex and Foundry Anthropic routes): a Responses client (the official ``openai`` SDK, as Codex
   uses it: ``store: false``, ``include: ["reasoning.encrypted_content"]``) on Anthropic. Each
   request goes through a freshly started proxy with an empty memory, so Anthropic's signed
   thinking blocks come back only from the envelopes the client carried — and the emulator,
@@ -30,13 +30,13 @@ TOOLS = [{"type": "function", "name": "list_files", "description": "List the fil
 MODEL = "claude-sonnet-4-5"
 
 
-def _step(emulator: Any, tmp: Path, items: list[dict[str, Any]], stream: bool) -> Any:
+def _step(emulator: Any, tmp: Path, items: list[dict[str, Any]], stream: bool, route: str = "anthropic") -> Any:
     """One request through a freshly started proxy with an empty memory of its own (the seal key
     is the deployment's, shared as workers share it)."""
     store = Store(tmp / f"state-{secrets.token_hex(4)}.db")
     try:
-        with running_proxy(emulator, store=store, anthropic=emulator.url("anthropic")) as px:
-            client = openai.OpenAI(base_url=px.url("anthropic") + "/v1", api_key="sk-codex", max_retries=0)
+        with running_proxy(emulator, store=store, **{route: emulator.url(route)}) as px:
+            client = openai.OpenAI(base_url=px.url(route) + "/v1", api_key="sk-codex", max_retries=0)
             kw: dict[str, Any] = {"model": MODEL, "input": items, "tools": TOOLS, "store": False,
                                   "include": ["reasoning.encrypted_content"], "reasoning": {"effort": "medium"}}
             if not stream:
@@ -54,14 +54,17 @@ def _thinking(request: dict[str, Any]) -> list[list[dict[str, Any]]]:
             if m["role"] == "assistant"]
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-def test_a_responses_client_on_anthropic_carries_its_signed_thinking(emulator: Any, tmp_path: Path,
+NATIVE = [("anthropic", False), ("anthropic", True), ("anthropic-vertex", True), ("anthropic-foundry", True)]
+
+
+@pytest.mark.parametrize(("route", "stream"), NATIVE, ids=[f"{r}-{'streamed' if s else 'whole'}" for r, s in NATIVE])
+def test_a_responses_client_on_anthropic_carries_its_signed_thinking(emulator: Any, tmp_path: Path, route: str,
                                                                      stream: bool) -> None:
     items: list[dict[str, Any]] = [{"role": "user", "content": "what is here? #steps=2"}]
-    before = len(emulator.requests("anthropic"))
+    before = len(emulator.requests(route))
     shown = []
     for _ in range(3):
-        resp = _step(emulator, tmp_path, items, stream)
+        resp = _step(emulator, tmp_path, items, stream, route)
         reasoning = [o for o in resp.output if o.type == "reasoning"]
         assert reasoning and all(o.encrypted_content.startswith("hseal1.") for o in reasoning)
         shown.append(reasoning[0].summary[0].text)
@@ -70,9 +73,12 @@ def test_a_responses_client_on_anthropic_carries_its_signed_thinking(emulator: A
         if not calls:
             break
         items += [{"type": "function_call_output", "call_id": c.call_id, "output": "README.md"} for c in calls]
-    sent = emulator.requests("anthropic")[before:]
-    assert len(sent) == 3 and all(q["path"].endswith("/v1/messages") for q in sent)
-    assert all(q["body"].get("stream", False) is stream for q in sent)
+    sent = emulator.requests(route)[before:]
+    assert len(sent) == 3
+    if route == "anthropic-vertex":  # Vertex's URL names the model and the verb
+        assert all(q["path"].endswith(":streamRawPredict") for q in sent)
+    else:
+        assert all(q["path"].endswith("/v1/messages") and q["body"].get("stream", False) is stream for q in sent)
     last = _thinking(sent[-1])
     assert len(last) == 2 and all(len(t) == 1 and t[0]["signature"].startswith("Es") for t in last)
     assert [t[0]["thinking"] for t in last] == shown[:2], "the very blocks the route returned for each turn"
