@@ -190,6 +190,7 @@ INTEGRATION = frozenset({
     "test_rejections.py",
     "test_rejections_attempt.py",
     "test_repl_interrupt.py",
+    "test_repl_keys.py",
     "test_replay_properties.py",
     "test_responses.py",
     "test_rough_edges.py",

@@ -244,7 +244,8 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     hermes chat -c -p openrouter -m anthropic/claude-sonnet-4.5   # switch provider, keep going
     hermes emulate &  hermes chat --emulate -q hi -p deepseek -m deepseek-v4   # offline
 
-    In the REPL: /branch, /compress, /model [PROVIDER:]MODEL, /sessions, /undo, /help, /quit.
+    In the REPL: /branch, /compress, /model [PROVIDER:]MODEL, /effort LEVEL, /key (asked without
+    echo; `/key save` keeps it as `hermes keys set` does), /sessions, /undo, /help, /quit.
     Ctrl-C cancels the running turn (nothing half-done is stored); Ctrl-D quits. Without -q and
     without a terminal, piped lines are the REPL's input.
 
@@ -253,6 +254,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     MCP server in config.toml as SERVER__tool (`hermes mcp list`).
     """
     from ..errors import HermesError
+    from ..keys import KeyMissing
     from ..runtime import Runtime
     from ..tools import ToolContext, load_toolbox
     from ._common import echo_json, ignored_key_warning
@@ -288,7 +290,15 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         if notice := unprofiled(resolved.model, runtime.table.profiles):
             click.echo(notice, err=True)
         api_key = ignored_key_warning(resolved.route, api_key)
-        key = runtime.key(resolved, api_key)
+        try:
+            key = runtime.key(resolved, api_key)
+        except KeyMissing as e:  # a terminal REPL starts anyway: /key gives one (nothing is stored before)
+            if query is not None or piped:
+                raise
+            from .repl import show_error
+
+            show_error(e)
+            key = None
         ctx = ToolContext(allow_commands=allow_commands or config.allow_commands,
                           confirm=_confirm if query is None and not piped else None,
                           allow_writes=allow_writes or config.allow_writes,

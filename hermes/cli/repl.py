@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import HermesError
+from ..errors import ConfigError, HermesError
 from ..terminal import printable
 from ..urlpolicy import check_base_url
 from .model_notice import unprofiled
@@ -17,6 +17,7 @@ from .model_notice import unprofiled
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..resolve import Resolved
+    from ..routes import Route
     from ..runtime import Runtime
     from .chat import _Printer
 
@@ -25,6 +26,9 @@ __all__ = ["run_repl"]
 HELP = """/branch [TITLE]          fork this session here and continue on the branch
 /compress                summarise older turns into a checkpoint (reasoning of kept turns stays)
 /model [PROVIDER:]MODEL [BASE_URL]   switch model (and provider) for the next turns
+/effort [LEVEL]          reasoning effort for the next turns: none, minimal, low, medium, high, xhigh, max
+/key [save]              give this route's API key (asked without echo; kept for this session only,
+                         or saved in keys.json as `hermes keys set` does with `save`)
 /sessions                list recent sessions
 /undo                    put back the files the last turn changed
 /help                    this help
@@ -49,7 +53,15 @@ def _lines() -> Iterator[str]:
     def _(event: Any) -> None:
         event.current_buffer.insert_text("\n")
 
-    session: Any = PromptSession(history=FileHistory(str(user_dir() / "repl_history")), key_bindings=kb)
+    class _History(FileHistory):
+        """A ``/key`` line with text after it may hold a key pasted by mistake: never written to
+        the history file (``/key`` itself refuses it)."""
+
+        def store_string(self, string: str) -> None:
+            if not _keyish_command(string):
+                super().store_string(string)
+
+    session: Any = PromptSession(history=_History(str(user_dir() / "repl_history")), key_bindings=kb)
     while True:
         try:
             yield session.prompt("you> ")
@@ -59,13 +71,56 @@ def _lines() -> Iterator[str]:
             return
 
 
+def _keyish_command(line: str) -> bool:
+    cmd, _, arg = line.strip().partition(" ")
+    return cmd == "/key" and arg.strip() not in ("", "save")
+
+
+def show_error(e: HermesError) -> None:
+    """An error and its hint, as ``hermes chat -q`` prints them, but with the REPL's way to fix
+    a missing or refused key (``/key``) where the CLI names ``--api-key``."""
+    from ..errors import AuthFailed
+    from ..keys import KeyMissing
+
+    hint = e.hint
+    if isinstance(e, KeyMissing):
+        hint = (f"type /key to give one for this session (not echoed; `/key save` also saves it, as "
+                f"`hermes keys set {e.route.key}` does), or set one of: {e.variables}")
+    elif isinstance(e, AuthFailed):
+        hint = f"{hint}; /key gives another key for this route"
+    click.echo(printable(f"hermes: error: {e}"), err=True)
+    if hint:
+        click.echo(printable(f"hint: {hint}"), err=True)
+
+
+def _ask_key(route: Route) -> str:
+    """A key typed at a no-echo prompt (never piped input, never the command line), checked."""
+    from ..errors import register_secret
+    from ..keys import check_key
+    from .keys_cmd import read_secret
+
+    route_key = route.key
+    if route.auth == "aws":
+        raise ConfigError(f"{route.label} takes no key: it signs requests with the AWS credential chain",
+                          hint="set AWS_PROFILE or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY before starting")
+
+    if not sys.stdin.isatty():
+        raise ConfigError("/key needs a terminal: a key is never read from piped REPL input",
+                          hint=f"save one with `hermes keys set {route_key}`, or set the route's variable")
+    value = read_secret(f"key for {route_key} (not echoed)")
+    register_secret(value)
+    check_key(route, "the key given", value)
+    return value
+
+
 def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, printer: _Printer, *,
              pending: Sequence[str] = (), api_key: str | None = None) -> None:
     """The REPL; ``pending`` are input lines already read (the first piped line). ``api_key``
     (``--api-key``) belongs to the route the chat started on: after ``/model`` to another
     provider the key is that provider's own, as for a gateway turn."""
     store = runtime.store
-    key_route = resolved.route.key
+    given_keys: dict[str, str] = {resolved.route.key: api_key} if api_key else {}
+    """Keys given for routes in this session (``--api-key`` for the first, ``/key``): memory only."""
     new = "" if runtime.stored(sid) else "new "  # a draft: stored with its first answer
     click.echo(f"{new}session {sid} · {resolved.route.key} · {resolved.model}  (/help for commands)", err=True)
     for line in itertools.chain(pending, _lines()):
@@ -99,11 +154,11 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                     url = url.strip()
                     if url:  # checked where it enters; the message names it and never repeats it
                         check_base_url(url, "the /model base URL")
-                    given = api_key
+                    given = agent.api_key
 
                     def admit(new: Resolved) -> None:  # a route without a key is refused before the switch
                         nonlocal given
-                        given = runtime.key(new, api_key if new.route.key == key_route else None)
+                        given = runtime.key(new, given_keys.get(new.route.key))
 
                     resolved = runtime.switch(store.get_session(sid), provider=provider or None, model=model,
                                               base_url=url or None, check=admit)
@@ -111,6 +166,36 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                     click.echo(f"now {resolved.route.key} · {resolved.model}", err=True)
                     if notice := unprofiled(resolved.model, runtime.table.profiles):
                         click.echo(notice, err=True)
+                elif cmd == "/key":
+                    if arg not in ("", "save"):
+                        click.echo("a key is not taken from the command line (it would be on screen): type /key "
+                                   "alone and paste it at the prompt, which does not echo", err=True)
+                        continue
+                    value = _ask_key(resolved.route)
+                    given_keys[resolved.route.key] = value
+                    agent.api_key = runtime.key(resolved, value)
+                    if arg == "save":
+                        from ..keyfile import save_key
+
+                        path = save_key(resolved.route.key, value)
+                        click.echo(f"key for {resolved.route.key} saved in {path} (0600) and used now", err=True)
+                    else:
+                        click.echo(f"key for {resolved.route.key} kept for this session only "
+                                   "(`/key save` keeps it for the next ones)", err=True)
+                elif cmd == "/effort":
+                    from dataclasses import replace
+
+                    from ..config import EFFORTS, effort_hint
+
+                    if not arg:
+                        click.echo(f"effort: {agent.settings.effort or 'the route default'} "
+                                   f"(one of {', '.join(EFFORTS)})", err=True)
+                        continue
+                    if arg not in EFFORTS:
+                        raise ConfigError(f"{arg!r} is not an effort: one of {', '.join(EFFORTS)}",
+                                          hint=effort_hint(arg))
+                    agent.settings = replace(agent.settings, effort=arg)
+                    click.echo(f"effort {arg} for the next turns", err=True)
                 elif cmd == "/undo":
                     from ..edits import undo
 
@@ -124,12 +209,12 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                 else:
                     click.echo(f"unknown command {cmd} (/help)", err=True)
             except HermesError as e:
-                click.echo(printable(f"hermes: error: {e}"), err=True)
-                if e.hint:
-                    click.echo(printable(f"hint: {e.hint}"), err=True)
+                show_error(e)
             continue
         agent.toolbox.ctx.changes.clear()  # /undo is for this turn's changes
         try:
+            if agent.api_key is None:  # started without a key, or none given yet: ask the lookup again
+                agent.api_key = runtime.key(resolved, given_keys.get(resolved.route.key))
             result = runtime.turn(agent, sid, text, resolved)
             printer.end_turn(result.answer)
         except KeyboardInterrupt:
@@ -137,6 +222,4 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
             click.echo("(turn cancelled; the step in flight was not stored)", err=True)
         except HermesError as e:
             printer.end_turn("")
-            click.echo(printable(f"hermes: error: {e}"), err=True)
-            if e.hint:
-                click.echo(printable(f"hint: {e.hint}"), err=True)
+            show_error(e)
