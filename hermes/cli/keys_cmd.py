@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from ._common import route_table
+
+if TYPE_CHECKING:
+    from ..routes import Route
 
 __all__ = ["keys"]
 
@@ -46,20 +50,26 @@ def read_secret(prompt: str) -> str:
     return value
 
 
+def takes_a_key(route: Route) -> None:
+    """Refuse a route that signs with the AWS chain: a key given for it would never be sent."""
+    from ..errors import ConfigError
+
+    if route.auth == "aws":
+        raise ConfigError(f"{route.label} takes no key: it signs requests with the AWS credential chain",
+                          hint="use AWS_PROFILE or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or a Bedrock API "
+                               "key in AWS_BEARER_TOKEN_BEDROCK")
+
+
 @keys.command("set")
 @click.argument("provider")
 def set_key(provider: str) -> None:
     """Save PROVIDER's key (asked without echo, or read from stdin), replacing a saved one."""
-    from ..errors import ConfigError
     from ..keyfile import save_key
     from ..keys import check_key
     from ..resolve import route_named
 
     route = route_named(route_table(), provider)
-    if route.auth == "aws":
-        raise ConfigError(f"{route.label} takes no saved key: it signs requests with the AWS credential chain",
-                          hint="use AWS_PROFILE or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or a Bedrock API "
-                               "key in AWS_BEARER_TOKEN_BEDROCK")
+    takes_a_key(route)
     value = read_secret(f"key for {route.key}")
     check_key(route, "the key given", value)
     path = save_key(route.key, value)

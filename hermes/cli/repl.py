@@ -97,12 +97,10 @@ def _ask_key(route: Route) -> str:
     """A key typed at a no-echo prompt (never piped input, never the command line), checked."""
     from ..errors import register_secret
     from ..keys import check_key
-    from .keys_cmd import read_secret
+    from .keys_cmd import read_secret, takes_a_key
 
     route_key = route.key
-    if route.auth == "aws":
-        raise ConfigError(f"{route.label} takes no key: it signs requests with the AWS credential chain",
-                          hint="set AWS_PROFILE or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY before starting")
+    takes_a_key(route)
 
     if not sys.stdin.isatty():
         raise ConfigError("/key needs a terminal: a key is never read from piped REPL input",
