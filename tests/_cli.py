@@ -16,7 +16,7 @@ def cli(home: Path, *args: str, cwd: Path | None = None, check: bool = True) -> 
     env.update(HERMES_HOME=str(home), HERMES_API_KEY=CANARY, AWS_ACCESS_KEY_ID="AKIDEXAMPLE",
                AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", AWS_REGION="us-east-1")
     r = subprocess.run([sys.executable, "-m", "hermes", *args], capture_output=True, text=True, env=env,
-                       cwd=cwd, timeout=120)
+                       cwd=cwd, timeout=120, stdin=subprocess.DEVNULL)
     if check:
         assert r.returncode == 0, r.stderr
     return r

@@ -145,3 +145,28 @@ def test_keys_set_on_a_terminal_never_echoes(hermes_home: Path) -> None:
     shown = (child.before or "") + (child.after if isinstance(child.after, str) else "")
     assert SAVED not in shown and "saved the key for kimi" in shown
     assert orjson.loads((hermes_home / "keys.json").read_bytes()) == {"kimi": SAVED}
+
+
+# --- piped stdin follows -q ---------------------------------------------------------------------------
+
+
+def _user_text(seen: Seen) -> str:
+    [user] = [m for m in seen.body["messages"] if m["role"] == "user"]
+    return user["content"] if isinstance(user["content"], str) else "".join(p["text"] for p in user["content"])
+
+
+def test_piped_stdin_is_appended_to_the_question(hermes_home: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("line one\nline two\n")
+    with Upstream(_answer) as up:
+        chat = ("chat", "-p", "deepseek", "-m", "deepseek-v4", "-u", up.url, "--no-stream", "--json")
+        with notes.open() as f:
+            r = run(hermes_home, *chat, "-q", "explain this", stdin=f, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        r = run(hermes_home, *chat, "-q", "-", input="what is 2+2?\n", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert run(hermes_home, *chat, "-q", "no pipe", cwd=tmp_path).returncode == 0  # /dev/null: nothing added
+        big = run(hermes_home, *chat, "-q", "too much", input="x" * (600 * 1024), cwd=tmp_path)
+        texts = [_user_text(s) for s in up.seen]
+    assert texts == ["explain this\n\nline one\nline two\n", "what is 2+2?\n", "no pipe"]
+    assert big.returncode == 1 and "more than 512 KiB" in big.stderr and "nothing was sent" in big.stderr

@@ -149,6 +149,31 @@ def _first_piped_line() -> str | None:
     return None
 
 
+STDIN_LIMIT = 512 * 1024
+"""Bytes of piped stdin a ``-q`` turn takes: a few files' worth; more is refused, not cut, since
+a cut file reads to the model as the whole file."""
+
+
+def _piped_text() -> str | None:
+    """All of stdin when it is a pipe or a file (``cat f | hermes chat -q …``, ``< f``); None for
+    a terminal, ``/dev/null`` or no stdin. Refused past ``STDIN_LIMIT``."""
+    import stat
+
+    from ..errors import HermesError
+
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        return None
+    if sys.stdin is None or sys.stdin.isatty() or not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return None
+    data = sys.stdin.buffer.read(STDIN_LIMIT + 1)
+    if len(data) > STDIN_LIMIT:
+        raise HermesError(f"stdin has more than {STDIN_LIMIT // 1024} KiB: nothing was sent",
+                          hint="pipe less (head -c, a smaller file), or let the agent read the file with its tools")
+    return data.decode("utf-8", errors="replace")
+
+
 def _failure(e: Exception, sid: str | None) -> dict[str, Any]:
     """The JSON object ``chat --json`` prints when the turn fails (texts already redacted)."""
     from ..errors import HermesError, redact
@@ -206,7 +231,8 @@ def _exit_on_hangup() -> None:
 
 
 @click.command()
-@click.option("-q", "--query", help="Run one user turn to completion (tool loop included) and exit.")
+@click.option("-q", "--query", help="Run one user turn to completion (tool loop included) and exit. Piped stdin "
+                                   "is appended to it (up to 512 KiB); -q - takes stdin alone as the message.")
 @click.option("--provider", "-p", help="Provider / route (see `hermes routes`).")
 @click.option("--model", "-m", help="Model id, or an alias from config.toml.")
 @click.option("--base-url", "-u", type=BASE_URL, help="Base URL (changes the host, not the route named by --provider).")
@@ -264,8 +290,15 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         raise click.UsageError("use --resume ID or --continue, not both")
     if as_json and not query:
         raise click.UsageError("--json needs -q")
-    if query is not None and not query.strip():
-        raise click.UsageError("-q needs some text: an empty message is not a turn")
+    if query is not None:  # piped stdin follows the question (`cat f | hermes chat -q "explain"`); -q - is stdin alone
+        stdin = _piped_text()
+        if query == "-":
+            query = stdin
+        elif stdin and stdin.strip():
+            query = f"{query}\n\n{stdin}"
+        if query is None or not query.strip():
+            raise click.UsageError("-q needs some text: an empty message is not a turn"
+                                   + (" (-q - reads it from stdin, which was empty)" if stdin is not None else ""))
     piped: list[str] = []
     if query is None and not (sys.stdin is not None and sys.stdin.isatty()):
         first = _first_piped_line()

@@ -58,7 +58,7 @@ def _run(args: list[str], env: Mapping[str, str], cwd: Path | None = None) -> di
     import orjson
 
     proc = subprocess.run([sys.executable, "-m", "hermes", *args], capture_output=True, text=True,
-                          env=dict(env), timeout=120, cwd=cwd)
+                          env=dict(env), timeout=120, cwd=cwd, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise click.ClickException(f"`hermes {' '.join(args)}` failed:\n{proc.stderr.strip()}")
     out = proc.stdout.strip()
