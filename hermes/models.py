@@ -211,6 +211,9 @@ PROFILES: tuple[ProfileRow, ...] = (
                 "*claude-fable*"), display="summarized",
                cite='Anthropic, "What\'s new in Claude Opus 4.7"; anthropics/claude-code#49268, #49708; docker/docker-agent#3415'),
     ProfileRow(("*claude-opus-4[-.]5",), prior_turns="all"),
+    # Haiku keeps earlier turns' thinking only from 5.5 (the first Haiku after 4.5).
+    ProfileRow(("*claude-haiku-5", "*claude-haiku-5[-.][0-4]*"), prior_turns="loop",
+               cite='hermes-agent anthropic_thinking_policy: Haiku keeps prior thinking from 5.5'),
     ProfileRow(("*claude-*-4", "*claude-*-4[-.][0-5]", "*claude-3*"), thinking="budget", prior_turns="loop"),
     ProfileRow(("*claude-*-4[-.][6-9]*", "*claude-*-4[-.][1-9][0-9]*", "*claude-[a-z]*-[5-9]*",
                 "*claude-[a-z]*-[1-9][0-9]*", "*claude-mythos*"), thinking="adaptive", prior_turns="all"),

@@ -150,3 +150,16 @@ def test_bedrock_asks_the_same_of_a_prefix_bound_model() -> None:
     extra, _ = thinking_fields(target.profile, Settings(effort="high"), True)
     assert extra["thinking"]["block_binding"] == {"prefix_mismatch_behavior": "drop_block"}
     assert extra["anthropic_beta"] == ["thinking-binding-controls-2026-08-01"]
+
+
+@pytest.mark.parametrize(("model", "earlier"), [("claude-haiku-5", False), ("claude-haiku-5-5", True)])
+def test_a_haiku_before_5_5_gets_only_the_open_loops_thinking(emulator: Any, model: str, earlier: bool) -> None:
+    """Haiku keeps earlier turns' thinking from 5.5 (the reference agent's keep table; Anthropic's
+    Haiku 5.5 page lists its changes against Haiku 4.5): an earlier Haiku's prior turns are pruned."""
+    history = [*_loop(emulator, "anthropic", model), Message.user("and now? #steps=1")]
+    target = resolve("anthropic", emulator.url("anthropic"), model)
+    n = len(emulator.requests("anthropic"))
+    provider.complete(target, history, tools=TOOLS, settings=Settings(effort="high"), api_key="k")
+    sent = emulator.requests("anthropic")[n]["body"]["messages"]
+    prior = [b for m in sent if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"]
+    assert bool(prior) is earlier
