@@ -168,6 +168,7 @@ INTEGRATION = frozenset({
     "test_emulator_openai.py",
     "test_fuzz.py",
     "test_gateway.py",
+    "test_gateway_facade_steps.py",
     "test_gateway_wire.py",
     "test_hot_sessions.py",
     "test_kept_builds.py",

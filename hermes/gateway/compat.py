@@ -14,7 +14,10 @@ base URL here.
 Non-streaming returns a ``chat.completion`` with the turn's real ``usage`` (summed over its
 model calls); ``stream: true`` returns ``chat.completion.chunk`` SSE lines ending with
 ``data: [DONE]``, with a final usage chunk when ``stream_options.include_usage`` is true.
-Reasoning streams as ``delta.reasoning_content``; the final message carries it too.
+Reasoning streams as ``delta.reasoning_content``; the final message carries it too. A turn of
+several model calls (a tool step, then the answer) keeps each call's reasoning its own: a blank
+line starts the next step's, in the stream and in the message, and ``hermes.reasoning_steps``
+lists them one per step; streamed text of a new step starts after a blank line too.
 
 Errors use OpenAI's shape. A response that must not be retried says ``x-should-retry: false``
 (the SDKs honour it): a turn that failed after it stored a step would store the user message
@@ -43,6 +46,8 @@ from .turns import TurnRequest
 __all__ = ["Collector", "Completion", "chat_completions", "completion", "last_user_text", "list_models"]
 
 HEADER = "x-hermes-session"
+STEP_BREAK = "\n\n"
+"""Between two model calls' reasoning (or text) where a client sees them as one string."""
 _DONE = object()
 
 
@@ -70,6 +75,7 @@ class Completion:
     model: str
     session_id: str
     reasoning: list[str] = field(default_factory=list)
+    """One entry per model call that reasoned, in order."""
     answer: str = ""
     finish: str = "stop"
     usage: dict[str, int] = field(default_factory=dict)
@@ -89,17 +95,17 @@ class Completion:
     def as_json(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.answer}
         if self.reasoning:
-            message["reasoning_content"] = "".join(self.reasoning)
+            message["reasoning_content"] = STEP_BREAK.join(self.reasoning)
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "message": message, "finish_reason": self.finish}], "usage": self.usage,
                 "hermes": {"session_id": self.session_id, "steps": self.result.get("steps"),
-                           "route": self.result.get("route")}}
+                           "route": self.result.get("route"), "reasoning_steps": list(self.reasoning)}}
 
     def replay(self, include_usage: bool) -> list[bytes]:
         """The whole stream of a finished completion (for a repeated streaming request)."""
         out = [self.chunk({"role": "assistant", "content": ""}, usage=include_usage)]
         if self.reasoning:
-            out.append(self.chunk({"reasoning_content": "".join(self.reasoning)}, usage=include_usage))
+            out.append(self.chunk({"reasoning_content": STEP_BREAK.join(self.reasoning)}, usage=include_usage))
         out += [self.chunk({"content": self.answer}, usage=include_usage),
                 self.chunk({}, self.finish, usage=include_usage)]
         return [*out, self.usage_chunk()] if include_usage else out
@@ -219,14 +225,32 @@ class Collector:
     """A step with tool calls was stored: re-running the request would store the user message twice."""
     outcome: Completion | ApiError | None = None
 
+    reasoned: bool = False
+    """This call has streamed reasoning (its entry in ``done.reasoning`` is open)."""
+    texted: bool = False
+    """Some call of the turn has streamed text."""
+    text_step: bool = False
+    """This call has streamed text."""
+
     def take(self, event: str, data: dict[str, Any]) -> tuple[str, Any] | None:
         """Fold one event; what a stream shows of it, if anything."""
         done = self.done
+        if event in ("tool_call", "tool_result"):
+            self.reasoned, self.text_step = False, False  # the model's call ended: the next is another's
         if event == "reasoning":
-            done.reasoning.append(data["text"])
-            return "reasoning", data["text"]
+            text = data["text"]
+            if self.reasoned:
+                done.reasoning[-1] += text
+                return "reasoning", text
+            self.reasoned = True
+            done.reasoning.append(text)
+            return "reasoning", (STEP_BREAK + text) if len(done.reasoning) > 1 else text
         if event == "text":
-            return "text", data["text"]
+            text = data["text"]
+            if not self.text_step:
+                self.text_step = True
+                text, self.texted = (STEP_BREAK + text) if self.texted else text, True
+            return "text", text
         if event == "tool_result":
             self.committed = True
         elif event == "done":
