@@ -81,6 +81,7 @@ def demo(home: Path | None) -> None:
     import shutil
 
     console = Console(width=max(shutil.get_terminal_size((120, 24)).columns, 100))
+    click.echo("starting the emulators (loopback) …", err=True)
     with Emulator(["deepseek", "openrouter", "anthropic", "gemini", "mistral"]) as emu:
         work = Path(tempfile.mkdtemp(prefix="hermes-demo-work-"))
         (work / "notes.txt").write_text("Hermes keeps reasoning across turns.\n")
@@ -107,12 +108,17 @@ def demo(home: Path | None) -> None:
         ]
         rows: list[tuple[str, str, list[dict[str, Any]]]] = []
         for label, name, args in script:
+            # one line per stage on stderr as it runs (stdout keeps only the table): each stage
+            # is a fresh `hermes` process, a second or two each
+            click.echo(f"[{label.split('.')[0]}/{len(script)}] {label.split('. ', 1)[1]} …", err=True, nl=False)
             if label.startswith("4."):
                 ids["branch"] = _run(["sessions", "branch", ids["main"], "--json"], env, work)["id"]
             start = len(emu.requests(name))
             out = _run(args(), env, work)
             ids.setdefault("main", out["session_id"])
             rows.append((label, name, emu.requests(name)[start:]))
+            n = len(rows[-1][2])
+            click.echo(f" {n} request{'s' if n != 1 else ''}, {out.get('steps', '?')} step(s)", err=True)
 
         table = Table(title="What each request carried back (read from the emulators' request logs)")
         for col in ("step", "route", "request", "reasoning sent back on assistant messages"):
