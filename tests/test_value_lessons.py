@@ -48,9 +48,14 @@ def test_an_unverified_organisation_loses_only_the_summary(tmp_path: Path, emula
     assert all(b["include"] == ["reasoning.encrypted_content"] for b in bodies[1:])
     replayed = [i for b in bodies[1:] for i in b["input"] if i.get("type") == "reasoning"]
     assert replayed and all(i.get("encrypted_content") for i in replayed), "encrypted reasoning still replayed"
+    refusals = [b for b in bodies if "summary" in b["reasoning"]]
+    assert len(refusals) == 1, "refused once, retried once"
+    assert "reasoning.summary" in cli(tmp_path, "routes", "learned").stdout, "learned"
     n = len(emulator.requests("openai-responses"))
-    cli(tmp_path, *args)
-    assert all("summary" not in b["reasoning"] for b in _bodies(emulator, n))
+    cli(tmp_path, *args)  # a new process
+    later = _bodies(emulator, n)
+    assert all("summary" not in b["reasoning"] for b in later)
+    assert any(i.get("encrypted_content") for b in later for i in b["input"] if i.get("type") == "reasoning")
 
 
 def test_the_proxy_learns_a_refused_value_and_never_sends_it_again(emulator: Any) -> None:
