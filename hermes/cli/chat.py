@@ -188,10 +188,9 @@ def _failure(e: Exception, sid: str | None) -> dict[str, Any]:
 
 def _confirm(command: str) -> bool:
     """The user's yes or no; Ctrl-C (or Ctrl-D) here cancels the whole turn, not just this call."""
-    try:
-        return click.confirm(f"Run command: {command!r}?", default=False, err=True)
-    except click.Abort:
-        raise KeyboardInterrupt from None
+    from .ask import yes_or_no
+
+    return yes_or_no(f"Run command: {command!r}?")
 
 
 def _confirm_write(name: str, diff: str) -> bool:
@@ -201,10 +200,9 @@ def _confirm_write(name: str, diff: str) -> bool:
     for line in printable(diff).splitlines():
         colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
         click.secho(f"    {line}", err=True, fg=colour)
-    try:
-        return click.confirm(f"Apply this change to {name}?", default=False, err=True)
-    except click.Abort:
-        raise KeyboardInterrupt from None
+    from .ask import yes_or_no
+
+    return yes_or_no(f"Apply this change to {name}?")
 
 
 def _effort(value: str | None) -> str | None:
