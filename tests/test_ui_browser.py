@@ -42,6 +42,7 @@ CANARY = "sk-canary-9f8e7d6c5b4a39281706"
 TOKEN = "gw-ui-token-7c1d2e3f4a5b6c7d"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 SECRETS = (CANARY, TOKEN, AWS_SECRET)
+EMPTY_TITLE = "never answered"
 SHOTS = os.environ.get("HERMES_UI_SCREENSHOTS")  # read now: the conftest clears HERMES_* per test
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -95,6 +96,8 @@ def world(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
     _cli(env, work, "chat", "--resume", main, "-q", "Back to DeepSeek.", *ds)
     branch = _cli(env, work, "sessions", "branch", main, "--at", "3", "--json")["id"]
     _cli(env, work, "chat", "--resume", branch, "-q", "Another way?", *ds)
+    # a 0-message session as older versions stored after a failed first turn: never listed
+    Store(home / "state.db").create_session(provider="deepseek", model="deepseek-v4", title=EMPTY_TITLE)
     gw_env = {**env, "HERMES_GATEWAY_TOKEN": TOKEN}
     err = root / "gateway.err"
     proc = subprocess.Popen([sys.executable, "-m", "hermes", "gateway", "--port", "0", "--allow-base-url",
@@ -173,6 +176,7 @@ def test_sessions_list_is_searchable(page: Any, world: World) -> None:
     assert rows.count() == 2
     branch_row = page.locator(f"#sessions tbody tr:has(a:text-is('{world.branch}'))")
     assert world.main in branch_row.inner_text()  # branch parent column
+    assert EMPTY_TITLE not in page.locator("#sessions").inner_text()  # the 0-message session is not a row
     shoot(page, "ui-sessions.png")
     page.fill("#q", world.branch[:6])
     sync_api.expect(page.locator("#sessions tbody tr:not([hidden])")).to_have_count(1)  # (no eval: the CSP forbids it)
@@ -195,6 +199,23 @@ def test_timeline_chips_origins_and_blob_hashes_on_the_right_turns(page: Any, wo
         assert f"from {origin}@127.0.0.1/" in summary
         if parts[0].blob:
             assert f"sha256:{blob_hash(parts[0].blob)[:12]}" in summary
+
+
+def test_timeline_shows_the_route_of_each_turn(page: Any, world: World) -> None:
+    page.goto(f"{world.ui}/s/{world.main}")
+    history = Store(world.home / "state.db").load(world.main)
+    seen = []
+    for seq, m in enumerate(history):
+        if m.role != "assistant":
+            continue
+        origin = next(p for p in m.parts if isinstance(p, Reasoning)).origin
+        who = page.locator(f"#m{seq} .who")
+        assert who.locator(".turn-route").inner_text() == origin.provider, seq
+        assert who.locator(".turn-model").inner_text() == origin.model, seq
+        seen.append(origin.provider)
+    # the session switched twice and came back: each turn says where it went, not only the last
+    assert list(dict.fromkeys(seen)) == ["deepseek", "openrouter", "anthropic"] and seen[-1] == "deepseek"
+    assert page.locator("#current-route").inner_text() == "deepseek"
 
 
 def test_reasoning_with_script_renders_as_text(page: Any, world: World) -> None:
@@ -242,6 +263,32 @@ def test_request_matrix_shows_switches_learned_retry_and_per_turn_decisions(page
     page.set_viewport_size({"width": 1480, "height": 600})
     shoot(page, "ui-requests.png")
     page.set_viewport_size({"width": 1180, "height": 720})
+
+
+_LAYOUT = """() => {
+  const main = document.querySelector('main'), table = document.getElementById('matrix');
+  const box = document.querySelector('.scroll'), pad = parseFloat(getComputedStyle(main).paddingLeft) * 2;
+  const lines = [...table.querySelectorAll('thead th.carrier, thead th.req > div')].map(el => {
+    const r = document.createRange(); r.selectNodeContents(el);  // one line of text is < 2 font sizes high
+    return r.getBoundingClientRect().height / (parseFloat(getComputedStyle(el).fontSize) * 1.9);
+  });
+  return {content: main.clientWidth - pad, table: table.getBoundingClientRect().width, wrapped: lines.filter(x => x > 1).length,
+          scrolls: box.scrollWidth > box.clientWidth, page: document.documentElement.scrollWidth - window.innerWidth};
+}"""
+
+
+def test_request_matrix_fills_the_window_headers_on_one_line_and_scrolls_when_wider(page: Any, world: World) -> None:
+    page.goto(f"{world.ui}/s/{world.main}/requests")
+    try:
+        page.set_viewport_size({"width": 2400, "height": 800})  # a wide screen: the matrix uses all of it
+        wide = page.evaluate(_LAYOUT)
+        assert wide["table"] >= wide["content"] - 2, wide
+        assert wide["wrapped"] == 0, wide  # no header cell breaks a carrier name over lines
+        page.set_viewport_size({"width": 700, "height": 800})  # narrower than the matrix: it scrolls, the page does not
+        narrow = page.evaluate(_LAYOUT)
+        assert narrow["wrapped"] == 0 and narrow["scrolls"] and narrow["page"] <= 0, narrow
+    finally:
+        page.set_viewport_size({"width": 1180, "height": 720})
 
 
 def test_follow_a_branch_from_the_parent_timeline(page: Any, world: World) -> None:

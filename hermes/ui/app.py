@@ -10,7 +10,6 @@ text that contains markup can only ever show as text. Read-only: nothing here wr
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
@@ -77,7 +76,6 @@ def _environment() -> jinja2.Environment:
     env = _Environment(loader=jinja2.PackageLoader("hermes.ui", "templates"), autoescape=True,
                        finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
     env.globals["row_cells"] = row_cells
-    env.filters["pieces"] = lambda s: re.split(r"(?<=[_.])", s)  # carrier names break after _ and .
     return env
 
 

@@ -77,6 +77,15 @@ def _reasoning_item(part: Mapping[str, Any]) -> dict[str, Any]:
             "blob": blob, "natives": natives, "item_id": part.get("item_id")}
 
 
+def _route_of(parts: Iterable[Mapping[str, Any]]) -> dict[str, str] | None:
+    """The route an assistant message came from, read off its reasoning's origin: the session
+    row holds only the current route, and a session may have switched on any turn."""
+    for p in parts:
+        if p["kind"] == "reasoning" and (o := p.get("origin") or {}).get("provider"):
+            return {"provider": str(o["provider"]), "model": str(o.get("model") or "")}
+    return None
+
+
 def timeline(store: SessionStore, session_id: str, *, children_limit: int = 1000) -> dict[str, Any]:
     """The session view plus, after each message, the branches taken from it (and, for a
     branch, the point it left its parent)."""
@@ -96,6 +105,7 @@ def timeline(store: SessionStore, session_id: str, *, children_limit: int = 1000
             else:
                 parts.append(p)
         items.append({"seq": m["seq"], "role": m["role"], "parts": parts, "carriers": m.get("carriers", []),
+                      "route": _route_of(m["parts"]),
                       "checkpoint": any(p["kind"] == "compaction" for p in parts),
                       "inherited": info["branch_of_seq"] is not None and m["seq"] <= info["branch_of_seq"],
                       "branches": branches.get(m["seq"], [])})
