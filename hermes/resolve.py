@@ -114,10 +114,20 @@ def _row_matches(row: Route, host: str, path: str, model: str) -> str | None:
         return None
     for pattern in row.hosts:
         if host_matches(host, pattern):
-            if row.paths and not any(path.startswith(p) for p in row.paths):
+            if row.paths and (path.rstrip("/") or "/") not in row.paths:
                 continue
             return pattern
     return None
+
+
+def _sibling(table: Sequence[Route], named: Route, base_url: str, model: str) -> Route | None:
+    """The row a named row's base URL really asks for: on one of the named row's own hosts, a
+    path another row owns (``-p deepseek -u https://api.deepseek.com/anthropic`` is DeepSeek's
+    Anthropic-compatible API, another wire); None when the URL is the named row's."""
+    host, path = parse_base_url(base_url)
+    if named.paths or not any(host_matches(host, h) for h in named.hosts):
+        return None
+    return next((r for r in table if r is not named and r.paths and _row_matches(r, host, path, model)), None)
 
 
 def _by_name(table: Sequence[Route], name: str) -> Route | None:
@@ -188,7 +198,11 @@ def resolve(
         why.extend(f"not to be confused with {o.key!r} ({o.label}, another wire)"
                    for o in _look_alikes(table, provider, row) if o.wire != row.wire)
         url = base_url or row.base_url
-        if base_url:
+        if base_url and (sibling := _sibling(table, row, base_url, model)) is not None:
+            why.append(f"--base-url path {parse_base_url(base_url)[1]!r} is {sibling.key!r} ({sibling.label}), "
+                       f"the other API of {row.key!r}'s host")
+            row = sibling
+        elif base_url:
             why.append(f"--base-url changes the host to {parse_base_url(base_url)[0]!r}, not the row")
     else:
         if not base_url:
@@ -244,7 +258,7 @@ _TABLE_FIELDS = {"switches", "thinking_off", "effort_map", "headers", "streams_w
 _CHOICES = {
     "wire": WIRES,
     "auth": ("bearer", "x-api-key", "goog-api-key", "aws", "none"),
-    "policy": ("signed", "strip", "unsigned", "fields"),
+    "policy": ("signed", "strip", "unsigned", "keep", "fields"),
     "prior_turns": ("all", "loop"),
     "blob_scope": ("model", "provider"),
     "tool_ids": TOOL_ID_RULES,

@@ -85,11 +85,14 @@ class Route:
     """Base-URL hosts that select this row: exact host or a subdomain of it, never a substring.
     A label ``*`` matches exactly one label (``bedrock-runtime.*.amazonaws.com``)."""
     paths: tuple[str, ...] = ()
-    """When set, the base-URL path must also start with one of these (same host, other API)."""
+    """When set, the base-URL path must also be one of these, a trailing ``/`` aside (same host,
+    other API: ``https://api.deepseek.com/anthropic`` is the Anthropic-wire row, the bare host
+    the chat one). Whole paths, never prefixes: ``/coding/v1`` is not ``/coding``."""
     carriers: frozenset[str] = frozenset()
     """Which of reasoning_content / reasoning / reasoning_details assistant messages carry."""
     must_echo: bool = False
-    """Tool-call turns must carry ``reasoning_content`` (``" "`` when none was stored)."""
+    """Tool-call turns must carry their reasoning back: ``reasoning_content`` on the chat wire,
+    a ``thinking`` block on the Anthropic wire (``" "`` when none was stored)."""
     must_echo_models: tuple[str, ...] = ()
     """Model globs (lower-case) that are must-echo on this route although the row is not: an
     aggregator serving DeepSeek / Kimi / MiMo passes their rule through (``for_model``)."""
@@ -105,9 +108,11 @@ class Route:
     """Opaque blob kinds this route accepts back natively (besides ``reasoning_details``)."""
     blob_scope: Literal["model", "provider"] = "model"
     """A blob goes back only to the same route+host, and also the same model when ``model``."""
-    policy: Literal["signed", "strip", "unsigned", "fields"] = "fields"
+    policy: Literal["signed", "strip", "unsigned", "keep", "fields"] = "fields"
     """How native-block wires replay reasoning: signed blocks, strip earlier turns, text only;
-    ``fields`` for chat-completions routes (the carriers decide)."""
+    ``keep``: every turn's reasoning, the route's own blocks byte-exact and any other as unsigned
+    readable text (the vendors' Anthropic-compatible endpoints); ``fields`` for
+    chat-completions routes (the carriers decide)."""
     prior_turns: Literal["all", "loop"] = "all"
     """Replay reasoning of turns before the open tool loop (``all``) or only inside it."""
     signed_loop: bool = False
@@ -247,6 +252,31 @@ COPILOT_HEADERS: Mapping[str, str] = {
 # Order matters only for host matching among rows: the first row whose host matches wins.
 # Strict rows come first so a custom provider pointed at api.groq.com gets nothing.
 ROUTES: tuple[Route, ...] = (
+    # --- vendors' Anthropic-compatible endpoints: before their chat rows (a path picks them) --
+    # Unsigned thinking blocks go back on every tool turn (DeepSeek's 400 "The `content[].thinking`
+    # in the thinking mode must be passed back to the API": NousResearch/hermes-agent issue 22313,
+    # PR 17510); Anthropic's signatures are foreign there, so Claude's thinking goes as text.
+    Route("deepseek-anthropic", "anthropic", "DeepSeek (Anthropic-compatible)", hosts=("api.deepseek.com",),
+          paths=("/anthropic",), policy="keep", must_echo=True, blob_kinds=_SIGNED, thinking_off=_OFF,
+          tool_ids="anthropic", auth="x-api-key", base_url="https://api.deepseek.com/anthropic",
+          key_env=("DEEPSEEK_API_KEY",)),
+    # Moonshot's /anthropic and Kimi's coding endpoint (its chat API is /coding/v1, the kimi row);
+    # kimi-k2.7-code refuses thinking off there (MoonshotAI/Kimi-K2 issue 141).
+    Route("kimi-anthropic", "anthropic", "Kimi / Moonshot (Anthropic-compatible)",
+          providers=("moonshot-anthropic", "kimi-coding-anthropic"),
+          hosts=("api.kimi.com", "moonshot.ai", "moonshot.cn"), paths=("/anthropic", "/coding"),
+          policy="keep", must_echo=True, blob_kinds=_SIGNED, thinking_off=_OFF, tool_ids="anthropic",
+          model_rules=(ModelRule("*k2.7-code*", thinking_off={}),),
+          base_url="https://api.moonshot.ai/anthropic", key_env=("MOONSHOT_API_KEY", "KIMI_API_KEY")),
+    Route("mimo-anthropic", "anthropic", "Xiaomi MiMo (Anthropic-compatible)", providers=("xiaomi-anthropic",),
+          hosts=("xiaomimimo.com",), paths=("/anthropic",), policy="keep", must_echo=True, blob_kinds=_SIGNED,
+          thinking_off=_OFF, tool_ids="anthropic", base_url="https://api.xiaomimimo.com/anthropic",
+          key_env=("MIMO_API_KEY", "XIAOMI_API_KEY")),
+    # MiniMax signs its own thinking blocks and takes them back as they are (no 400 without them)
+    Route("minimax-anthropic", "anthropic", "MiniMax (Anthropic-compatible)", providers=("minimax-cn-anthropic",),
+          hosts=("minimax.io", "minimaxi.com"), paths=("/anthropic",), policy="keep", blob_kinds=_SIGNED,
+          tool_ids="anthropic", base_url="https://api.minimax.io/anthropic",
+          key_env=("MINIMAX_API_KEY",)),
     # --- strict schemas: 400/422 on any unknown assistant key --------------------------
     # Magistral's thinking chunks go back inside content (vercel/ai PR 17991, opencode PR 38453)
     Route("mistral", "openai_chat", "Mistral", hosts=("mistral.ai",), carriers=_NONE, tool_ids="mistral",

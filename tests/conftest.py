@@ -206,6 +206,7 @@ INTEGRATION = frozenset({
     "test_ui_browser.py",
     "test_url_entry_points.py",
     "test_value_lessons.py",
+    "test_vendor_anthropic.py",
     "test_workers_cpus.py",
 })
 """Test modules that start processes, servers, real clients, PostgreSQL or a browser, or run long

@@ -109,7 +109,7 @@ def test_no_key_outside_the_rows_carriers_and_native_fields(history, target, lea
 @FAST
 @given(histories(), TARGETS)
 def test_must_echo_tool_turns_always_carry_non_empty_reasoning_content(history, target):
-    if not target.route.must_echo:
+    if not target.route.must_echo or target.route.wire != "openai_chat":
         return
     for m in plan_replay(history, target, Learned(dropped=frozenset(CARRIERS))).messages:
         if m.role == "assistant" and any(isinstance(p, ToolCall) for p in m.parts):
@@ -208,3 +208,31 @@ def test_cached_estimates_equal_fresh_estimates(history, targets, data):
         assert builder.estimate(prefix, target, learned=learned) == fresh
         plan = builder.plan(prefix, target, learned)  # the request's own plan, priced again after it
         assert builder.raw_tokens(plan) == raw_plan_tokens(plan_replay(prefix, target, learned))
+
+
+KEEP_ROWS = [r.key for r in ROUTES if r.wire == "anthropic" and r.policy == "keep"]
+
+
+@FAST
+@given(histories(), st.sampled_from(KEEP_ROWS), st.sampled_from(MODELS))
+def test_vendor_anthropic_endpoints_get_thinking_on_every_tool_turn_and_no_foreign_signature(history, key, model):
+    """The vendors' Anthropic-compatible endpoints (``keep`` rows): in the rendered body every
+    assistant ``tool_use`` turn of a must-echo row carries a thinking block, and the only
+    signatures sent are the route's own, byte for byte (an Anthropic one never reaches them)."""
+    from hermes.wire import anthropic as wire
+
+    target = _target(key, model)
+    own = {p.blob for m in history for p in m.parts if isinstance(p, Reasoning) and p.blob
+           and blob_allowed(p, target) is None}
+    body = wire.to_wire(plan_replay(history, target))
+    for m in body["messages"]:
+        blocks = m["content"]
+        if m["role"] != "assistant":
+            continue
+        if target.route.must_echo and any(b["type"] == "tool_use" for b in blocks):
+            thinking = [b["thinking"] for b in blocks if b["type"] == "thinking"]
+            assert thinking and all(t.strip() or t == PAD for t in thinking)
+        for b in blocks:
+            assert b["type"] != "redacted_thinking" or b["data"] in own
+            if b["type"] == "thinking" and "signature" in b:
+                assert b["signature"] in own

@@ -114,9 +114,9 @@ def context(*values: Any) -> bytes:
     return hashlib.sha256(body).digest()[:16]
 
 
-def render_context(route: Any) -> tuple[str, str, str]:
+def render_context(route: Any) -> tuple[str, str, str, str]:
     """What a wire's per-message render reads besides the planned message."""
-    return route.wire, route.call_signature, route.text_signature
+    return route.wire, route.call_signature, route.text_signature, route.policy
 
 
 def digests(messages: Sequence[Message]) -> list[bytes]:

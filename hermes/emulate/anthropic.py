@@ -11,7 +11,9 @@ name the calls exactly (``script.directed_step``). Ids containing ``redact`` als
 ``omitted``: empty ``thinking`` with a valid signature). Faults: ``500``, ``529``, ``429``,
 ``truncate``, ``malformed``, ``slow``, ``error_event``, ``orphan_signature``,
 ``repeat_signature`` (each ``signature_delta`` sent twice), ``html502``,
-``empty200``, ``text4xx``; drift: ``reject_fields``.
+``empty200``, ``text4xx``; drift: ``reject_fields``. The vendors' Anthropic-compatible
+endpoints (DeepSeek, Kimi, MiMo, MiniMax) are personalities of this app too, with their own
+rules from ``anthropic_vendors``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +46,8 @@ from .anthropic_rules import (
     verify_redacted,
     verify_signature,
 )
+from .anthropic_vendors import VENDORS, Vendor, check_vendor, vendor_signature, vendor_thinks
+from .anthropic_vendors import error_body as vendor_error
 from .claude_facts import OMITS, PREFIX_BOUND
 from .core import EmulatorState, Personality, register, transport_fault
 from .script import directed_step, next_step
@@ -54,7 +59,7 @@ __all__ = ["FAMILY", "mint_redacted", "mint_signature", "verify_redacted", "veri
 
 
 def _script(state: EmulatorState, body: Mapping[str, Any], model: str,
-            betas: frozenset[str] = frozenset()) -> tuple[list[dict[str, Any]], str]:
+            betas: frozenset[str] = frozenset(), vendor: Vendor | None = None) -> tuple[list[dict[str, Any]], str]:
     """(content blocks, stop_reason) the scripted model answers with."""
     msgs: list[Mapping[str, Any]] = body["messages"]
     user_at = max((i for i, m in enumerate(msgs) if m["role"] == "user"
@@ -76,7 +81,10 @@ def _script(state: EmulatorState, body: Mapping[str, Any], model: str,
                          model=model)
         reasoning = step.reasoning
     content: list[dict[str, Any]] = []
-    if thinking_on(body, model) and (results == 0 or interleaves(body, betas)):
+    if vendor is not None:  # a vendor's model thinks at every step; its signature comes with the id
+        if vendor_thinks(body):
+            content.append({"type": "thinking", "thinking": reasoning, "signature": ""})
+    elif thinking_on(body, model) and (results == 0 or interleaves(body, betas)):
         display = (body.get("thinking") or {}).get("display") or ("omitted" if OMITS.search(model) else "summarized")
         shown = "" if display == "omitted" else reasoning
         prefix = prefix_of(body, msgs) if PREFIX_BOUND.search(model) else None
@@ -179,6 +187,7 @@ def _authorised(request: Request, kind: str) -> bool:
 
 def _build(kind: str) -> Any:
     def build(state: EmulatorState, name: str) -> Starlette:
+        vendor = VENDORS.get(name) if kind == "vendor" else None
         async def handler(request: Request) -> Response:
             rid = ("req_vrtx_" if kind == "vertex" else "req_") + secrets.token_hex(12)
             raw = await request.body()
@@ -216,11 +225,23 @@ def _build(kind: str) -> Any:
                 if not isinstance(model, str) or not model:
                     raise Invalid("model: Input should be a valid string")
                 betas = frozenset(b.strip() for b in request.headers.get("anthropic-beta", "").split(",") if b.strip())
-                dropped = check_semantics(state, body, model, betas)
+                if vendor is not None:
+                    check_vendor(vendor, body, model)
+                    dropped: list[str] = []
+                else:
+                    dropped = check_semantics(state, body, model, betas)
             except Invalid as e:
+                if vendor is not None:
+                    return JSONResponse(vendor_error(vendor, e), status_code=e.status)
                 return _error(e.status, e.kind, str(e), rid)
-            content, stop = _script(state, body, model, betas)
+            content, stop = _script(state, body, model, betas, vendor)
             msg = _message(body, model, content, stop)
+            if vendor is not None:
+                if vendor.signature == "message_id":
+                    msg["id"] = str(uuid.uuid4())  # DeepSeek's ids are UUIDs, and sign its blocks
+                for b in msg["content"]:
+                    if b["type"] == "thinking":
+                        b["signature"] = vendor_signature(vendor, msg["id"])
             if dropped:  # what drop_block dropped, as the API lists it
                 msg["input_transformations"] = [{"type": "thinking_dropped", "path": p, "reason": "prefix_mismatch"}
                                                 for p in dropped]
@@ -238,7 +259,7 @@ def _build(kind: str) -> Any:
             return StreamingResponse(_sse(_events(msg, fault), fault, delay), media_type="text/event-stream",
                                      headers={"request-id": rid, "cache-control": "no-cache"})
 
-        path = {"direct": "/v1/messages", "foundry": "/anthropic/v1/messages",
+        path = {"direct": "/v1/messages", "foundry": "/anthropic/v1/messages", "vendor": "/anthropic/v1/messages",
                 "vertex": "/v1/projects/{project}/locations/{location}/publishers/anthropic/models/{spec}"}[kind]
         return Starlette(routes=[Route(path, handler, methods=["POST"])])
 
@@ -257,3 +278,5 @@ async def _sse(events: Sequence[tuple[str, dict[str, Any]]], fault: str | None, 
 register(Personality("anthropic", _build("direct"), base_path=""))
 register(Personality("anthropic-vertex", _build("vertex"), base_path="/v1/projects/test/locations/global"))
 register(Personality("anthropic-foundry", _build("foundry"), base_path="/anthropic"))
+for _vendor in VENDORS:  # the vendors' Anthropic-compatible endpoints (anthropic_vendors)
+    register(Personality(_vendor, _build("vendor"), base_path="/anthropic"))

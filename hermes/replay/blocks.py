@@ -3,7 +3,9 @@
 Own signed blocks go back byte-exact in their stored order; the row's policy says what
 happens to the rest (``unsigned``: readable text only before the open loop; ``strip``: earlier
 turns lose reasoning; ``signed``: only signed blocks), and the model's prior-turn policy
-whether earlier turns keep thinking at all. An assistant turn left with reasoning only is not
+whether earlier turns keep thinking at all; ``keep`` sends every turn's, the route's own blocks
+byte-exact and the rest as readable text. A ``must_echo`` row's tool turns always carry a
+thinking block (the ``" "`` pad when nothing readable is stored). An assistant turn left with reasoning only is not
 sent as reasoning (newer Claude models read a trailing reasoning-only turn as prefill).
 """
 
@@ -13,7 +15,7 @@ from dataclasses import replace
 
 from ..messages import Message, Part, Reasoning, Text, ToolCall
 from ..resolve import Resolved
-from .plan import Decision, Learned, PlannedMessage
+from .plan import PAD, Decision, Learned, PlannedMessage
 from .sendable import blob_allowed, same_origin
 
 __all__ = ["plan_blocks"]
@@ -32,7 +34,9 @@ def plan_blocks(index: int, m: Message, target: Resolved, learned: Learned, in_l
             continue
         refusal = blob_allowed(p, target, learned)
         own = same_origin(p.origin, target)
-        if not in_loop and not keep_prior:
+        if policy == "keep":
+            _keep(i, p, refusal, parts, decisions)
+        elif not in_loop and not keep_prior:
             decisions.append(Decision(i, "drop", (), f"turn before the open tool loop; {route.key} "
                                       f"{'strips earlier turns' if policy == 'strip' else 'keeps only loop thinking for this model'}"))
         elif refusal is None and (policy != "unsigned" or in_loop):
@@ -48,6 +52,10 @@ def plan_blocks(index: int, m: Message, target: Resolved, learned: Learned, in_l
         else:
             decisions.append(Decision(i, "drop", (), (refusal if p.blob is not None else None)
                                       or f"{route.key} takes only signed reasoning"))
+    if route.must_echo and any(isinstance(x, ToolCall) for x in parts) and not any(isinstance(x, Reasoning)
+                                                                                   for x in parts):
+        parts.insert(0, Reasoning(PAD, target.key))  # the route's must-echo rule: a thinking block on every tool turn
+        decisions.append(Decision(None, "pad", ("thinking",), f"{route.key} must echo: placeholder {PAD!r}"))
     kept = any(d.action in ("native", "text") for d in decisions) if decisions else False
     if kept and not any(isinstance(x, (Text, ToolCall)) and (not isinstance(x, Text) or x.text) for x in parts):
         # the reasoning-only rule: a turn of kept reasoning and nothing else
@@ -56,3 +64,16 @@ def plan_blocks(index: int, m: Message, target: Resolved, learned: Learned, in_l
                      Decision(d.part, "drop", (), "reasoning-only assistant turn would be read as prefill")
                      for d in decisions]
     return PlannedMessage(index, m.role, tuple(parts), decisions=tuple(decisions))
+
+
+def _keep(i: int, p: Reasoning, refusal: str | None, parts: list[Part], decisions: list[Decision]) -> None:
+    """``keep`` policy: the route's own block as it came; any other reasoning as its readable
+    text, unsigned (a foreign signature means nothing there); nothing readable, nothing."""
+    if refusal is None:
+        parts.append(p)
+        decisions.append(Decision(i, "native", (p.blob_kind or "",), "this route's own block, as it came"))
+    elif p.text.strip():
+        parts.append(replace(p, blob=None, blob_kind=None, native=None))
+        decisions.append(Decision(i, "text", ("thinking",), f"unsigned thinking block: {refusal}"))
+    else:
+        decisions.append(Decision(i, "drop", (), f"no readable text; {refusal}"))

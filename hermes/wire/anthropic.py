@@ -12,8 +12,10 @@ Rendering rules (the plan already decided *what* goes; this module decides only 
   ``joins`` merges into the previous one (the planner decides where alternation needs it);
 * an assistant turn is its parts in stored order: signed reasoning → ``thinking`` /
   ``redacted_thinking`` byte-exact (signatures are checked against the block), text →
-  ``text`` (empty skipped), calls → ``tool_use``. A reasoning part without an Anthropic blob
-  cannot be a block at all: ``UnsupportedPart`` (the planner never sends one).
+  ``text`` (empty skipped), calls → ``tool_use``. On a ``keep`` row (the vendors'
+  Anthropic-compatible endpoints) a reasoning part with no blob is an unsigned ``thinking``
+  block; anywhere else, and with another kind of blob, it cannot be a block: ``UnsupportedPart``
+  (the planner never sends one).
 
 Decoding: every content block keeps its stream ``index`` as the delta key ``b{index}`` so the
 fold keeps Anthropic's block order. A stream needs a little memory (which index is a thinking
@@ -35,7 +37,7 @@ from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
 from ..models import Profile
 from ..replay import PlannedMessage, ReplayPlan, Settings
 from ..resolve import Resolved
-from ..routes import deep_merge
+from ..routes import Route, deep_merge
 from ..stream import (
     Delta,
     FinishDelta,
@@ -128,7 +130,7 @@ def endpoint(resolved: Resolved, *, stream: bool) -> tuple[str, dict[str, str]]:
 # ----------------------------------------------------------------------------- request
 
 
-def _block(part: object, role: str) -> dict[str, Any] | None:
+def _block(part: object, role: str, unsigned: bool = False) -> dict[str, Any] | None:
     """One neutral part as one content block (None: nothing to send, e.g. empty text)."""
     match part:
         case Text():
@@ -140,6 +142,8 @@ def _block(part: object, role: str) -> dict[str, Any] | None:
                 return {"type": "thinking", "thinking": part.text, "signature": part.blob}
             if part.blob is not None and part.blob_kind == REDACTED:
                 return {"type": "redacted_thinking", "data": part.blob}
+            if part.blob is None and unsigned:  # a ``keep`` route's unsigned block: readable text
+                return {"type": "thinking", "thinking": part.text}
             raise UnsupportedPart(
                 f"reasoning without an Anthropic blob (blob_kind={part.blob_kind!r}) cannot be a "
                 "thinking block; the replay plan should have dropped it")
@@ -170,7 +174,8 @@ def render_message(pm: PlannedMessage, route: object = None) -> list[dict[str, A
     that opens a turn nobody joins is spliced as its serialised bytes, never copied."""
     if pm.role == "system":
         return []
-    content = [b for p in pm.parts if (b := _block(p, pm.role)) is not None]
+    unsigned = isinstance(route, Route) and route.policy == "keep"
+    content = [b for p in pm.parts if (b := _block(p, pm.role, unsigned)) is not None]
     if not content:
         return []
     return [{"role": "assistant" if pm.role == "assistant" else "user", "content": content}]
@@ -197,7 +202,7 @@ def _messages(plan: ReplayPlan) -> tuple[str, list[dict[str, Any]]]:
         if m.role == "system":
             system += _system(m)
             continue
-        rendered = render_message(m)
+        rendered = render_message(m, plan.target.route)
         if not rendered:
             continue
         content = rendered[0]["content"]
