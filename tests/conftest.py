@@ -188,6 +188,7 @@ INTEGRATION = frozenset({
     "test_proxy_responses_props.py",
     "test_proxy_rewrite.py",
     "test_proxy_scale.py",
+    "test_proxy_vendor_anthropic.py",
     "test_rejections.py",
     "test_rejections_attempt.py",
     "test_repl_interrupt.py",

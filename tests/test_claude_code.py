@@ -179,3 +179,46 @@ def test_claude_code_on_anthropic_itself_keeps_its_signatures(claude: Path, emul
     sigs = [b["signature"] for q in sent for m in q["body"]["messages"] if m["role"] == "assistant"
             and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "thinking"]
     assert sigs and not any(s.startswith("hseal1") for s in sigs)
+
+
+VENDORS = [("deepseek-anthropic", "deepseek-v4-pro"), ("kimi-anthropic", "kimi-k2.6"),
+           ("mimo-anthropic", "mimo-v2.5-pro"), ("minimax-anthropic", "MiniMax-M3")]
+
+
+def _vendor_turns(emulator: Any, name: str, before: int) -> list[list[dict[str, Any]]]:
+    """The assistant tool turns of the last loop request the vendor's emulator got."""
+    reqs = [q for q in emulator.requests(name)[before:] if q["path"].endswith("/v1/messages")
+            and any(isinstance(m["content"], list) and any(b.get("type") == "tool_result" for b in m["content"])
+                    for m in q["body"]["messages"])]
+    assert reqs
+    return [m["content"] for m in reqs[-1]["body"]["messages"] if m["role"] == "assistant"
+            and isinstance(m["content"], list) and any(b.get("type") == "tool_use" for b in m["content"])]
+
+
+@pytest.mark.parametrize("via", ["proxy", "direct"])
+@pytest.mark.parametrize(("route", "model"), VENDORS, ids=[r for r, _ in VENDORS])
+def test_claude_code_on_a_vendors_anthropic_api(claude: Path, emulator: Any, tmp_path: Path, route: str, model: str,
+                                                via: str) -> None:
+    """The vendors' Anthropic-compatible APIs: Claude Code returns each thinking block as it got
+    it, so it works straight at them (DeepSeek, Kimi, MiMo and MiniMax document this setup) and
+    through ``/<route>`` — where, on a must-echo route, the blocks go on as unsigned text."""
+    work = tmp_path / "work"
+    work.mkdir()
+    a, b = work / "a.txt", work / "b.txt"
+    a.write_text("the first word is marmalade\n")
+    b.write_text("the second word is quince\n")
+    prompt = (f'#call=Read{{"file_path": "{a}"}} #call=Read{{"file_path": "{b}"}} '
+              "read both files and tell me the two words")
+    before = len(emulator.requests(route))
+    with running_proxy(emulator, **{route: emulator.url(route)}) as px:
+        r = _run(claude, px.url(route) if via == "proxy" else emulator.url(route), work, prompt, model)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+    out = json.loads(r.stdout)
+    assert out["is_error"] is False and f"Done ({model}): 2 scripted tool call(s) made." in out["result"], out
+    turns = _vendor_turns(emulator, route, before)
+    assert [[x["name"] for x in t if x["type"] == "tool_use"] for t in turns] == [["Read"], ["Read"]]
+    thinking = [next(x for x in t if x["type"] == "thinking") for t in turns]
+    assert thinking[0]["thinking"].startswith("Step 1 of 2: I will call Read.")
+    assert thinking[1]["thinking"].startswith("Step 2 of 2: I will call Read.")
+    signed = [("signature" in x) for x in thinking]
+    assert signed == ([False, False] if via == "proxy" and route != "minimax-anthropic" else [True, True])

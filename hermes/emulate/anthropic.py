@@ -220,7 +220,8 @@ def _build(kind: str) -> Any:
             try:
                 if not isinstance(body, dict):
                     raise Invalid("Input should be a valid dictionary")
-                check_schema(body, vertex=kind == "vertex")
+                check_schema(body, vertex=kind == "vertex",
+                             roles=("user", "assistant", "system") if vendor is not None else ("user", "assistant"))
                 check_drift(body, control.reject_fields)
                 if not isinstance(model, str) or not model:
                     raise Invalid("model: Input should be a valid string")

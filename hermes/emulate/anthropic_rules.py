@@ -180,7 +180,9 @@ def _blockcheck_schema(block: Any, path: str) -> str:
     return kind
 
 
-def check_schema(body: Mapping[str, Any], *, vertex: bool) -> None:
+def check_schema(body: Mapping[str, Any], *, vertex: bool, roles: tuple[str, ...] = ("user", "assistant")) -> None:
+    """The Messages schema; ``roles``: the message roles taken (a vendor's endpoint also takes
+    the ``system`` messages Claude Code puts among the turns for a model it does not know)."""
     allowed = (_TOP - {"model"}) | {"anthropic_version"} if vertex else _TOP
     _extra(body, allowed, "")
     required = ("anthropic_version", "max_tokens", "messages") if vertex else ("model", "max_tokens", "messages")
@@ -196,7 +198,7 @@ def check_schema(body: Mapping[str, Any], *, vertex: bool) -> None:
         raise Invalid("messages: Input should be a valid list")
     for i, m in enumerate(body["messages"]):
         _extra(m, {"role", "content"}, f"messages.{i}")
-        if m.get("role") not in ("user", "assistant"):
+        if m.get("role") not in roles:
             raise Invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
         content = m.get("content")
         if isinstance(content, list):

@@ -11,7 +11,9 @@ other services with their own rules, each from a public source (docs/emulators.m
   block, with their own texts (DeepSeek: opencode issue 24791 and hermes-agent issue 22313;
   MiMo: hermes-agent issues 24884 and 26774; Kimi: hermes-agent issue 17057);
 * ``kimi-k2.7-code`` refuses ``thinking.type: disabled`` (MoonshotAI/Kimi-K2 issue 141);
-* MiniMax signs its blocks and takes them back as they are; it has no must-echo refusal.
+* MiniMax signs its blocks and takes them back as they are; it has no must-echo refusal;
+* ``system`` messages among the turns are taken: Claude Code sends them for a model it does not
+  know, and each of these vendors documents Claude Code on this endpoint.
 """
 
 from __future__ import annotations
@@ -77,10 +79,11 @@ def check_vendor(vendor: Vendor, body: Mapping[str, Any], model: str) -> None:
             and re.search(vendor.no_off, model.lower()):
         raise Invalid("invalid thinking: only type=enabled is allowed for this model")
     msgs: list[Mapping[str, Any]] = body["messages"]
-    for i, m in enumerate(msgs):
+    turns = [m for m in msgs if m.get("role") != "system"]
+    for i, m in enumerate(turns):
         if m.get("role") != "user" or not i:
             continue
-        prev = {b.get("id") for b in blocks_of(msgs[i - 1]) if b.get("type") == "tool_use"}
+        prev = {b.get("id") for b in blocks_of(turns[i - 1]) if b.get("type") == "tool_use"}
         for j, b in enumerate(blocks_of(m)):
             if b.get("type") == "tool_result" and b.get("tool_use_id") not in prev:
                 raise Invalid(f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "

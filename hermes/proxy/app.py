@@ -48,7 +48,7 @@ from ..routes import Route as Row
 from ..serving.http import ApiError, json_response, openai_error_response, read_body
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
-from . import anthropic_app, native_app, responses_relay
+from . import anthropic_app, native_app, responses_relay, vendor_door
 from .anthropic_door import looks_like_messages
 from .door import open_turns, seal_turn
 from .memory import ReasoningMemory, credentials, message_key, tenant_of
@@ -635,7 +635,10 @@ def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | Non
                                    f"/{row.key}/v1/messages (an Anthropic client's base URL is /{row.key}, "
                                    "without /v1)")
                 if row.wire == "anthropic":  # Anthropic itself: its signatures pass through untouched
-                    return await proxy.relay("POST", url, proxy.headers(request, row), await _read(request, proxy.options))
+                    raw = await _read(request, proxy.options)
+                    if row.policy == "keep" and door == "messages":  # a vendor's own: its rules applied
+                        raw = vendor_door.relayed(raw, row)
+                    return await proxy.relay("POST", url, proxy.headers(request, row), raw)
                 serve = anthropic_app.count_tokens if door == "count_tokens" else anthropic_app.messages
                 return await serve(proxy, request, row, upstream)
             if request.method == "POST" and rest.rstrip("/").endswith("chat/completions"):
