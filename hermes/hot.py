@@ -30,10 +30,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .builder import Builder
 from .messages import Message
+
+if TYPE_CHECKING:
+    from .store import SessionStore
 
 __all__ = ["HotSessions"]
 
@@ -64,7 +67,7 @@ class HotSessions:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def checkout(self, store: Any, info: Any) -> tuple[list[Message], Builder]:
+    def checkout(self, store: SessionStore, info: Any) -> tuple[list[Message], Builder]:
         """(history, builder) for a turn on session ``info`` (a fresh ``SessionInfo`` read
         under the session lock). The entry leaves the cache until ``checkin``."""
         with self._lock:
@@ -77,9 +80,8 @@ class HotSessions:
             if have == count:
                 self.hits += 1
                 return list(e.history), e.builder
-            load_tail = getattr(store, "load_tail", None)
-            if have < count and load_tail is not None:
-                tail = load_tail(info.id, have)
+            if have < count:
+                tail = store.load_tail(info.id, have)
                 if have + len(tail) == count:
                     self.tails += 1
                     return [*e.history, *tail], e.builder

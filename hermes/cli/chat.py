@@ -176,14 +176,14 @@ def _piped_text() -> str | None:
 
 def _failure(e: Exception, sid: str | None) -> dict[str, Any]:
     """The JSON object ``chat --json`` prints when the turn fails (texts already redacted)."""
-    from ..errors import HermesError, redact
+    from ..errors import HermesError, ProviderHTTPError, redact
 
     if isinstance(e, HermesError):
         message, hint = str(e), e.hint
     else:
         message, hint = redact(f"internal error: {type(e).__name__}: {e}"), ""
     return {"error": message, "hint": hint or None, "type": type(e).__name__, "session_id": sid,
-            "status": getattr(e, "status", None)}
+            "status": e.status if isinstance(e, ProviderHTTPError) else None}
 
 
 def _confirm(command: str) -> bool:

@@ -400,9 +400,9 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         return await list_models(state, request)
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        status = getattr(exc, "status_code", 404)
+        status, detail = (exc.status_code, exc.detail) if isinstance(exc, HTTPException) else (404, "")
         kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "invalid_request")
-        return error_response(status, kind, str(getattr(exc, "detail", "")) or kind)
+        return error_response(status, kind, str(detail or "") or kind)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

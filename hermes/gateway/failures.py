@@ -34,7 +34,7 @@ def from_exception(e: BaseException) -> ApiError:
     if isinstance(e, ProviderError):
         return ApiError(502, "provider_error", str(e))
     if isinstance(e, ConfigError | RouteError | HistoryError | CompactionError):  # the request or session, not us
-        hint = f" ({e.hint})" if getattr(e, "hint", "") else ""
+        hint = f" ({e.hint})" if e.hint else ""
         return ApiError(400, "invalid_request", f"{e}{hint}")
     if isinstance(e, HermesError):
         return ApiError(500, "internal", str(e))

@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
 
 import orjson
@@ -42,6 +42,9 @@ import orjson
 from ..errors import HistoryError, StoreError
 from ..messages import Message, Text, ToolCall, dumps, loads
 from ..wire.chat_decode import split_think
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = [
     "Bounds",
@@ -281,16 +284,17 @@ def fitting(message: Message, bounds: Bounds) -> str:
     return data
 
 
-def open_memory(store: Any, bounds: Bounds = Bounds()) -> ReasoningMemory:
+def open_memory(store: SessionStore, bounds: Bounds = Bounds()) -> ReasoningMemory:
     """The memory that lives where ``store`` keeps sessions: ``PgMemory`` on a PostgreSQL
     store's pool, else ``SqliteMemory`` on ``state.db``."""
+    from ..store import Store
     from ..store.pg import PgStore
 
     if isinstance(store, PgStore):
         from .pgmemory import PgMemory
 
         return PgMemory(store, bounds)
-    return SqliteMemory(getattr(store, "path", None), bounds)
+    return SqliteMemory(store.path if isinstance(store, Store) else None, bounds)
 
 
 class SqliteMemory:

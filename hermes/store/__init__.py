@@ -80,6 +80,7 @@ class SessionStore(Protocol):
 
     # history
     def load(self, session_id: str) -> list[Message]: ...
+    def load_tail(self, session_id: str, start: int) -> list[Message]: ...
     def append_turn(
         self,
         session_id: str,

@@ -117,6 +117,9 @@ class Drafting:
     def load(self, session_id: str) -> list[Message]:
         return [] if self.pending(session_id) else self.inner.load(session_id)
 
+    def load_tail(self, session_id: str, start: int) -> list[Message]:
+        return [] if self.pending(session_id) else self.inner.load_tail(session_id, start)
+
     def append_turn(self, session_id: str, messages: Sequence[Message], *, route_key: RouteKey | None = None,
                     usage: Mapping[str, Any] | None = None, fence: Lease | None = None,
                     create: NewSession | None = None) -> int:
