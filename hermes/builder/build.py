@@ -19,7 +19,6 @@ from ..messages import Message, Reasoning
 from ..provider import Exchange, build_body, send, with_values
 from ..replay import Learned, PlannedMessage, ReplayPlan, Run, Settings, plan_replay
 from ..replay.planner import (
-    PLANNERS,
     ids_hit,
     needs_thinking,
     plan_message,
@@ -257,7 +256,7 @@ class Builder:
         if memo.last_plan is not None and memo.last_plan[0] == (ctx, start, first):
             _, prev_ds, prev_loop, prev_planned = memo.last_plan
             planned = prev_planned[:max(0, min(shared_prefix(prev_ds, ds), prev_loop, loop_start) - first)]
-        planner = PLANNERS[target.route.wire]
+        planner = get_wire(target.route.wire).PLANNER
         for offset in range(first + len(planned), len(msgs)):
             m = msgs[offset]
             index = start + offset

@@ -14,31 +14,20 @@ from ..messages import Message, Part, Reasoning, ToolCall, ToolResult
 from ..resolve import Resolved
 from ..routes import at_path, deep_merge
 from ..toolids import id_map, valid
-from .blocks import plan_blocks
-from .chat import plan_chat
-from .gemini import plan_gemini
+from ..wire import get_wire
 from .plan import Decision, Learned, PlannedMessage, ReplayPlan, Settings
 from .structure import structure
 
-__all__ = ["PLANNERS", "effort_fields", "ids_hit", "needs_thinking", "plan_message", "plan_replay", "remap_ids",
+__all__ = ["effort_fields", "ids_hit", "needs_thinking", "plan_message", "plan_replay", "remap_ids",
            "request_fields", "strips_off", "thinking_for", "tool_ids", "tool_ids_ok", "without_reasoning"]
 
 Planner = Callable[[int, Message, Resolved, Learned, bool], PlannedMessage]
-
-PLANNERS: dict[str, Planner] = {
-    "openai_chat": plan_chat,
-    "anthropic": plan_blocks,
-    "bedrock": plan_blocks,
-    "openai_responses": plan_blocks,
-    "gemini": plan_gemini,
-}
-
 
 def plan_replay(history: Sequence[Message], target: Resolved, learned: Learned = Learned(),
                 settings: Settings = Settings()) -> ReplayPlan:
     """Decide, per stored part, what the request to ``target`` carries: every message of the window."""
     route = target.route
-    planner = PLANNERS[route.wire]
+    planner = get_wire(route.wire).PLANNER
     start, msgs = window(history)
     loop_start = open_loop_start(msgs)
     planned = [plan_message(planner, start + o, m, target, learned, o >= loop_start) for o, m in enumerate(msgs)]

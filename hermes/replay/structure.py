@@ -1,7 +1,7 @@
 """Turn structure: the repairs a wire's alternation rule needs, decided here and shown as decisions.
 
 Stored history is a list of messages; some wires want strictly alternating user and model
-turns and refuse anything else:
+turns and refuse anything else. Each wire module declares its rule (``TURNS``, a ``Turns``):
 
 * **Anthropic Messages** and **Gemini** merge consecutive same-side messages into one turn
   (tool results are user-side; a message that renders nothing — empty text only — is skipped
@@ -19,37 +19,51 @@ messages as they are.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from ..wire import get_wire
 from .plan import Decision, PlannedMessage
 
-__all__ = ["Mark", "close", "mark_from", "marked", "structure", "turn_sides"]
+__all__ = ["Mark", "Turns", "close", "mark_from", "marked", "structure", "turn_sides"]
 
 State = tuple[str | None, int]
 """(side of the last turn opened, position of the last non-system message) before a message."""
 Mark = Callable[[PlannedMessage, bool, bool, tuple[Decision, ...]], PlannedMessage]
 """``pm`` with its structure marks (``marked``, or a caller's memoised form of it)."""
 
-_WHY_ALTERNATE = {
-    "anthropic": "the Messages API wants user and assistant turns to alternate",
-    "gemini": "Gemini wants user and model turns to alternate",
-    "bedrock": "Converse wants user and assistant turns to alternate",
-}
+@dataclass(frozen=True, slots=True)
+class Turns:
+    """A wire's alternation rule, declared by the wire module (``TURNS``; None: messages go as
+    they are) and followed here."""
+
+    why: str
+    """The rule, as the decisions quote it."""
+    placeholders: bool = False
+    """Converse: only user-side messages merge; a placeholder user turn goes where the model
+    would speak first, twice in a row or last. Otherwise same-side messages merge."""
+    model: str = "assistant"
+    """What a decision calls the model's side."""
+    empty_summary: bool = False
+    """A compaction checkpoint with an empty summary renders nothing (opens no turn)."""
+
+
+def _turns(wire: str) -> Turns | None:
+    return get_wire(wire).TURNS
 
 
 def _side(pm: PlannedMessage) -> str:
     return "assistant" if pm.role == "assistant" else "user"
 
 
-def _renders_nothing(pm: PlannedMessage, wire: str) -> bool:
-    """True when the wire has no block for any part (empty text; on Anthropic also an empty
+def _renders_nothing(pm: PlannedMessage, turns: Turns) -> bool:
+    """True when the wire has no block for any part (empty text; on some wires also an empty
     summary), so the message opens no turn and does not break a run of the other side."""
     for p in pm.parts:  # ``kind`` compares cheaper than isinstance; most messages stop at once
         k = p.kind
         if k == "text":
             if p.text:  # type: ignore[union-attr]
                 return False
-        elif k != "compaction" or wire != "anthropic" or p.summary:  # type: ignore[union-attr]
+        elif k != "compaction" or not turns.empty_summary or p.summary:  # type: ignore[union-attr]
             return False
     return True
 
@@ -63,10 +77,11 @@ def marked(pm: PlannedMessage, joins: bool, placeholder: bool, decisions: tuple[
 def turn_sides(planned: Sequence[PlannedMessage], wire: str) -> tuple[str | None, str | None]:
     """Sides of the first and the last turn ``planned`` opens on a wire that merges same-side
     messages (None: it opens none, or the wire takes messages as they are)."""
-    if wire not in _WHY_ALTERNATE:
+    turns = _turns(wire)
+    if turns is None:
         return None, None
     sides = [_side(pm) for pm in planned
-             if pm.role != "system" and (wire == "bedrock" or not _renders_nothing(pm, wire))]
+             if pm.role != "system" and (turns.placeholders or not _renders_nothing(pm, turns))]
     return (sides[0], sides[-1]) if sides else (None, None)
 
 
@@ -83,16 +98,17 @@ def mark_from(planned: Sequence[PlannedMessage], wire: str, out: list[PlannedMes
     """The structure pass over ``planned[len(out):]``, continuing from ``out`` and ``state`` (the
     marked messages before and the state before each: a mark depends only on the messages
     before it, so a pass may resume where an earlier one agreed)."""
-    why = _WHY_ALTERNATE.get(wire)
-    if why is None:
+    turns = _turns(wire)
+    if turns is None:
         return planned if isinstance(planned, list) else list(planned), []
+    why = turns.why
     out, state = list(out), list(state)
     prev, last = state[-1] if state else (after, -1)
     for i in range(len(out), len(planned)):
         pm = planned[i]
         if pm.role != "system":
             side = _side(pm)
-            if wire == "bedrock":
+            if turns.placeholders:
                 last = i
                 if side == prev == "user":
                     pm = mark(pm, True, False, (Decision(None, "merge", (), f"joins the previous user turn: {why}"),))
@@ -102,9 +118,9 @@ def mark_from(planned: Sequence[PlannedMessage], wire: str, out: list[PlannedMes
                     pm = mark(pm, False, True, (
                         Decision(None, "insert", ("before",), f"placeholder user turn first: {where}; {why}"),))
                 prev = side
-            elif not _renders_nothing(pm, wire):
+            elif not _renders_nothing(pm, turns):
                 if side == prev:
-                    said = "model" if wire == "gemini" and side == "assistant" else side
+                    said = turns.model if side == "assistant" else side
                     pm = mark(pm, True, False, (Decision(None, "merge", (), f"joins the previous {said} turn: {why}"),))
                 prev = side
         out.append(pm)
@@ -116,12 +132,13 @@ def close(out: list[PlannedMessage], state: Sequence[State], wire: str) -> tuple
     """The marked messages with the closing placeholder where ``wire`` needs one (Converse must
     not end on the model), and whether it does."""
     last = state[-1][1] if state else -1
-    if wire != "bedrock" or (last >= 0 and _side(out[last]) == "user"):
+    turns = _turns(wire)
+    if turns is None or not turns.placeholders or (last >= 0 and _side(out[last]) == "user"):
         return list(out), False
     out = list(out)  # the closing mark belongs to this request only: never into a reused prefix
     if last >= 0:  # the closing placeholder is told on the message it follows
         pm = out[last]
         closing = Decision(None, "insert", ("after",),
-                           f"placeholder user turn last: the request must not end on the model; {_WHY_ALTERNATE[wire]}")
+                           f"placeholder user turn last: the request must not end on the model; {turns.why}")
         out[last] = replace(pm, decisions=(*pm.decisions, closing), key=None)  # this request's only
     return out, True

@@ -14,6 +14,8 @@ each module against the protocol in ``provider``) and does no I/O:
   the very deltas its stream would, so both fold to the same stored turn.
 * ``endpoint(resolved, *, stream) -> (url, headers)`` — where the request goes; extra headers
   come from the route row, auth from ``keys``.
+* ``PLANNER`` — what one stored message becomes on this wire (``replay.chat`` / ``blocks`` /
+  ``gemini``); ``TURNS`` — its turn-alternation rule (``replay.structure.Turns``, or None).
 * ``attempt(plan, body) -> Attempt`` — what the rendered body carried back (field, message
   position, blob hash), the record a rejection is classified against (``hermes.attempt``).
 
@@ -29,7 +31,9 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from ..attempt import Attempt
-    from ..replay import PlannedMessage, ReplayPlan, Settings
+    from ..messages import Message
+    from ..replay import Learned, PlannedMessage, ReplayPlan, Settings
+    from ..replay.structure import Turns
     from ..resolve import Resolved
     from ..routes import Route
     from ..stream import Delta
@@ -73,6 +77,12 @@ class FunctionDecoder:
 
 class Wire(Protocol):
     """What every module of this package provides (see the module docstring)."""
+
+    @property
+    def PLANNER(self) -> Callable[[int, Message, Resolved, Learned, bool], PlannedMessage]: ...
+
+    @property
+    def TURNS(self) -> Turns | None: ...
 
     def to_wire(self, plan: ReplayPlan, *, tools: Sequence[ToolSpec] = ..., settings: Settings = ...,
                 stream: bool = ..., rendered: Any = ...) -> dict[str, Any]: ...

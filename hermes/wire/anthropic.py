@@ -36,6 +36,8 @@ from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
 from ..models import Profile
 from ..replay import PlannedMessage, ReplayPlan, Settings
+from ..replay.blocks import plan_blocks
+from ..replay.structure import Turns
 from ..resolve import Resolved
 from ..routes import Route, deep_merge
 from ..stream import (
@@ -51,8 +53,10 @@ from . import FunctionDecoder, ToolSpec
 __all__ = [
     "API_VERSION",
     "ITEMS",
+    "PLANNER",
     "REDACTED",
     "SIGNATURE",
+    "TURNS",
     "VERTEX_VERSION",
     "StreamDecoder",
     "attempt",
@@ -67,6 +71,11 @@ __all__ = [
     "thinking_config",
     "to_wire",
 ]
+
+PLANNER = plan_blocks
+"""What one stored message becomes on this wire (``replay.planner``)."""
+TURNS: Turns | None = Turns("the Messages API wants user and assistant turns to alternate", empty_summary=True)
+"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 API_VERSION = "2023-06-01"
 VERTEX_VERSION = "vertex-2023-10-16"

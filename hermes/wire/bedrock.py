@@ -39,6 +39,8 @@ from ..errors import (
 from ..messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
 from ..models import Profile
 from ..replay import ReplayPlan, Settings
+from ..replay.blocks import plan_blocks
+from ..replay.structure import Turns
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
@@ -49,6 +51,8 @@ __all__ = [
     "EMPTY",
     "ITEMS",
     "PLACEHOLDER_USER",
+    "PLANNER",
+    "TURNS",
     "attempt",
     "decode_event",
     "decoder",
@@ -58,6 +62,11 @@ __all__ = [
     "thinking_fields",
     "to_wire",
 ]
+
+PLANNER = plan_blocks
+"""What one stored message becomes on this wire (``replay.planner``)."""
+TURNS: Turns | None = Turns("Converse wants user and assistant turns to alternate", placeholders=True)
+"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 ITEMS = "messages"  # see ``Wire.ITEMS``
 

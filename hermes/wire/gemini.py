@@ -33,6 +33,8 @@ from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
 from ..models import Profile
 from ..replay import GEMINI_SKIP_SIGNATURE, PlannedMessage, ReplayPlan, Settings
+from ..replay.gemini import plan_gemini
+from ..replay.structure import Turns
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import (
@@ -49,6 +51,8 @@ from . import FunctionDecoder, ToolSpec
 __all__ = [
     "BLOCKED_REASONS",
     "ITEMS",
+    "PLANNER",
+    "TURNS",
     "attempt",
     "decode_event",
     "decoder",
@@ -58,6 +62,11 @@ __all__ = [
     "thinking_config",
     "to_wire",
 ]
+
+PLANNER = plan_gemini
+"""What one stored message becomes on this wire (``replay.planner``)."""
+TURNS: Turns | None = Turns("Gemini wants user and model turns to alternate", model="model")
+"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 ITEMS = "contents"  # see ``Wire.ITEMS``
 

@@ -24,6 +24,8 @@ import orjson
 from ..errors import UnsupportedPart
 from ..messages import Compaction, Part, Text, ToolCall, ToolResult
 from ..replay import PlannedMessage, ReplayPlan, Settings
+from ..replay.chat import plan_chat
+from ..replay.structure import Turns
 from ..resolve import Resolved
 from ..routes import at_path, deep_merge
 from . import ToolSpec
@@ -32,7 +34,9 @@ from .chat_decode import ChatDecoder, decode_event, decoder, from_wire, split_th
 
 __all__ = [
     "ITEMS",
+    "PLANNER",
     "SUMMARY_PREFIX",
+    "TURNS",
     "ChatDecoder",
     "attempt",
     "decode_event",
@@ -43,6 +47,11 @@ __all__ = [
     "split_think",
     "to_wire",
 ]
+
+PLANNER = plan_chat
+"""What one stored message becomes on this wire (``replay.planner``)."""
+TURNS: Turns | None = None
+"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 ITEMS = "messages"  # see ``Wire.ITEMS``
 

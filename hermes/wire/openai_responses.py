@@ -29,6 +29,8 @@ from ..attempt import Attempt, Carried, build, signed
 from ..errors import StreamError, UnsupportedPart
 from ..messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
 from ..replay import PlannedMessage, ReplayPlan, Settings
+from ..replay.blocks import plan_blocks
+from ..replay.structure import Turns
 from ..resolve import Resolved
 from ..routes import deep_merge
 from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
@@ -37,8 +39,10 @@ from . import FunctionDecoder, ToolSpec
 __all__ = [
     "BLOB_KIND",
     "ITEMS",
+    "PLANNER",
     "SEPARATOR",
     "SUMMARY_PARTS",
+    "TURNS",
     "attempt",
     "decode_event",
     "decoder",
@@ -47,6 +51,11 @@ __all__ = [
     "render_message",
     "to_wire",
 ]
+
+PLANNER = plan_blocks
+"""What one stored message becomes on this wire (``replay.planner``)."""
+TURNS: Turns | None = None
+"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 
 ITEMS = "input"  # see ``Wire.ITEMS``
