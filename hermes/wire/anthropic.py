@@ -73,9 +73,7 @@ __all__ = [
 ]
 
 PLANNER = plan_blocks
-"""What one stored message becomes on this wire (``replay.planner``)."""
 TURNS: Turns | None = Turns("the Messages API wants user and assistant turns to alternate", empty_summary=True)
-"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 API_VERSION = "2023-06-01"
 VERTEX_VERSION = "vertex-2023-10-16"

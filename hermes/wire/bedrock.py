@@ -64,9 +64,7 @@ __all__ = [
 ]
 
 PLANNER = plan_blocks
-"""What one stored message becomes on this wire (``replay.planner``)."""
 TURNS: Turns | None = Turns("Converse wants user and assistant turns to alternate", placeholders=True)
-"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 ITEMS = "messages"  # see ``Wire.ITEMS``
 

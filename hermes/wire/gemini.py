@@ -64,9 +64,7 @@ __all__ = [
 ]
 
 PLANNER = plan_gemini
-"""What one stored message becomes on this wire (``replay.planner``)."""
 TURNS: Turns | None = Turns("Gemini wants user and model turns to alternate", model="model")
-"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 ITEMS = "contents"  # see ``Wire.ITEMS``
 

@@ -49,9 +49,7 @@ __all__ = [
 ]
 
 PLANNER = plan_chat
-"""What one stored message becomes on this wire (``replay.planner``)."""
 TURNS: Turns | None = None
-"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 ITEMS = "messages"  # see ``Wire.ITEMS``
 

@@ -53,9 +53,7 @@ __all__ = [
 ]
 
 PLANNER = plan_blocks
-"""What one stored message becomes on this wire (``replay.planner``)."""
 TURNS: Turns | None = None
-"""How this wire wants turns to alternate (``replay.structure``; None: messages go as they are)."""
 
 
 ITEMS = "input"  # see ``Wire.ITEMS``
