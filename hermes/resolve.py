@@ -195,10 +195,11 @@ def resolve(
         if row is None:
             raise RouteError(f"unknown provider {provider!r}", hint=_unknown_hint(table, provider))
         why.append(f"--provider {provider!r} names row {row.key!r} ({row.label})")
+        sibling = _sibling(table, row, base_url, model) if base_url else None
         why.extend(f"not to be confused with {o.key!r} ({o.label}, another wire)"
-                   for o in _look_alikes(table, provider, row) if o.wire != row.wire)
+                   for o in _look_alikes(table, provider, row) if o.wire != row.wire and o is not sibling)
         url = base_url or row.base_url
-        if base_url and (sibling := _sibling(table, row, base_url, model)) is not None:
+        if base_url and sibling is not None:
             why.append(f"--base-url path {parse_base_url(base_url)[1]!r} is {sibling.key!r} ({sibling.label}), "
                        f"the other API of {row.key!r}'s host")
             row = sibling

@@ -47,6 +47,7 @@ def test_a_named_chat_row_with_its_vendors_anthropic_url_is_that_api() -> None:
     (hermes-agent issue 22313): that is DeepSeek's Anthropic API, not chat completions there."""
     r = resolve("deepseek", "https://api.deepseek.com/anthropic", "deepseek-v4-pro")
     assert r.route.key == "deepseek-anthropic" and any("other API" in w for w in r.why)
+    assert not any("confused with 'deepseek-anthropic'" in w for w in r.why)  # it is the row chosen
     assert resolve("kimi", "https://api.kimi.com/coding/v1", "kimi-k2.6").route.key == "kimi"
     assert resolve("deepseek", "http://127.0.0.1:9/anthropic", "m").route.key == "deepseek"  # not its host
 

@@ -37,6 +37,8 @@ _NATIVE_SHORT = {"reasoning_opaque": "opaque", "reasoning_text": "text", "though
 def goes_back(r: Route) -> str:
     """What a route is sent back of earlier reasoning, in words for a line of ``hermes routes``."""
     if r.wire != "openai_chat":
+        if r.policy == "keep":
+            return "thinking blocks (keep)"
         what = _NATIVE_BACK.get(r.wire, "native")
         return what if r.policy in ("fields", "signed") else f"{what} ({r.policy})"
     if r.strict:
@@ -165,7 +167,8 @@ def explain(provider: str | None, base_url: str | None, model: str, as_json: boo
     r = res.route
     click.echo(f"route      {r.key} ({r.label}), wire {r.wire}")
     click.echo(f"request to {res.base_url or '(SDK default endpoint)'}  host {res.host}  model {res.model}")
-    click.echo(f"carriers   {_carriers(r)}" + ("  must-echo: tool turns get reasoning_content, ' ' if none" if r.must_echo else ""))
+    echoed = "reasoning_content" if r.wire == "openai_chat" else "a thinking block"
+    click.echo(f"carriers   {_carriers(r)}" + (f"  must-echo: tool turns get {echoed}, ' ' if none" if r.must_echo else ""))
     if r.native:
         click.echo(f"native     {', '.join(sorted(r.native))} (private hermes.native_assistant record)")
     if r.tool_ids != "any":
