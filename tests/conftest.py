@@ -164,6 +164,7 @@ INTEGRATION = frozenset({
     "test_drafts.py",
     "test_edits.py",
     "test_emulate_switch.py",
+    "test_emulator_access.py",
     "test_model_notice.py",
     "test_emulator_openai.py",
     "test_fuzz.py",

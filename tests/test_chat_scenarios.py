@@ -126,6 +126,7 @@ def test_a_must_echo_model_behind_an_unknown_host_is_padded(emulator: Any, model
     history = [Message.user("list files"),
                Message("assistant", (ToolCall("call_x1", "ls", '{"path":"."}'),)),
                Message("tool", (ToolResult("call_x1", "a.txt", "ls"),))]
+    emulator.state.add_models("generic", model)  # a relay serves whatever its upstream does
     ex, body = run(emulator, "generic", history, stream=False, model=model)
     assert sent_assistant(body)["reasoning_content"] == " "
     assert ex.response.finish_reason == "stop"
@@ -141,6 +142,7 @@ def test_another_model_behind_an_unknown_host_is_not_padded(emulator: Any) -> No
     history = [Message.user("list files"),
                Message("assistant", (ToolCall("call_x1", "ls", '{"path":"."}'),)),
                Message("tool", (ToolResult("call_x1", "a.txt", "ls"),))]
+    emulator.state.add_models("generic", "llama-4-scout")
     _, body = run(emulator, "generic", history, stream=False, model="llama-4-scout")
     assert "reasoning_content" not in sent_assistant(body)
 

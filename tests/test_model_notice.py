@@ -20,6 +20,7 @@ def _chat(home: Path, *args: str, input: str | None = None, emulator: Any) -> su
 
 
 def test_chat_names_a_model_outside_the_profiles_with_a_did_you_mean(emulator: Any, hermes_home: Path) -> None:
+    emulator.state.add_models("openrouter", "anthropic/cluade-opus-4-5")
     r = _chat(hermes_home, "-q", "hi", "-p", "openrouter", "-m", "anthropic/cluade-opus-4-5", emulator=emulator)
     assert r.returncode == 0, r.stderr
     notes = [line for line in r.stderr.splitlines() if _NOTE in line]
@@ -31,6 +32,7 @@ def test_chat_names_a_model_outside_the_profiles_with_a_did_you_mean(emulator: A
 
 
 def test_repl_model_switch_names_a_model_outside_the_profiles(emulator: Any, hermes_home: Path) -> None:
+    emulator.state.add_models("deepseek", "lab-model")
     r = _chat(hermes_home, "-p", "deepseek", "-m", "deepseek-v4", emulator=emulator,
               input="/model deepseek:lab-model\nhello\n/model deepseek:deepseek-v4\n/quit\n")
     assert r.returncode == 0, r.stderr

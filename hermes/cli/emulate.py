@@ -12,7 +12,13 @@ __all__ = ["emulate"]
 @click.command()
 @click.option("--port", default=8765, show_default=True, help="Port on 127.0.0.1 (0 picks a free one).")
 @click.option("--only", multiple=True, help="Serve only these personalities (repeatable).")
-def emulate(port: int, only: tuple[str, ...]) -> None:
+@click.option("--key", "keys", multiple=True, metavar="KEY",
+              help="Accept this API key (repeatable; default: sk-emulator). Other keys get the provider's 401.")
+@click.option("--any-key", is_flag=True, help="Accept any non-empty API key.")
+@click.option("--model", "models", multiple=True, metavar="GLOB",
+              help="Serve this model id or glob on every personality besides the profiled ones (repeatable). "
+                   "Other models get the provider's unknown-model error.")
+def emulate(port: int, only: tuple[str, ...], keys: tuple[str, ...], any_key: bool, models: tuple[str, ...]) -> None:
     """Serve every provider personality on 127.0.0.1: strict schemas, must-echo 400s, signed blobs
     verified byte-exact, a scripted reasoning model that calls one tool and answers.
 
@@ -28,9 +34,15 @@ def emulate(port: int, only: tuple[str, ...]) -> None:
     unknown = set(only) - set(PERSONALITIES)
     if unknown:
         raise click.BadParameter(f"unknown personality: {', '.join(sorted(unknown))}", param_hint="--only")
-    emu = Emulator(list(only) or None, port=port)
+    if any_key and keys:
+        raise click.UsageError("use --key KEY or --any-key, not both")
+    emu = Emulator(list(only) or None, port=port, keys=None if any_key else (keys or ("sk-emulator",)))
+    if models:
+        emu.state.add_models("*", *models)
     for name in emu.names:
         click.echo(f"{name:18} {emu.url(name)}")
+    click.echo("keys: any" if any_key else f"keys: {', '.join(keys or ('sk-emulator',))}   models: the model "
+               "profiles, each personality's own" + (f", {', '.join(models)}" if models else ""))
     click.echo(f"control: POST {emu.root}/_control/NAME   log: GET {emu.root}/_log   (Ctrl-C stops)")
     with contextlib.suppress(KeyboardInterrupt):
         emu.serve_forever()

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .access import refusal
 from .anthropic_rules import (
     FAMILY,
     Invalid,
@@ -48,6 +49,7 @@ from .anthropic_rules import (
 )
 from .anthropic_vendors import VENDORS, Vendor, check_vendor, vendor_signature, vendor_thinks
 from .anthropic_vendors import error_body as vendor_error
+from .chat_rules import FACTS
 from .claude_facts import OMITS, PREFIX_BOUND
 from .core import EmulatorState, Personality, register, transport_fault
 from .script import directed_step, next_step
@@ -185,6 +187,17 @@ def _authorised(request: Request, kind: str) -> bool:
     return bool(h.get("x-api-key") or bearer or (kind == "foundry" and h.get("api-key")))
 
 
+def _access_style(name: str, vendor: Vendor | None) -> tuple[str, tuple[str, ...]]:
+    """Whose words an unknown model or bad key gets, and the personality's own models: a
+    vendor's Anthropic endpoint answers in the shape of its other errors (``anthropic_vendors``)
+    and serves the models of its chat personality."""
+    if vendor is None:
+        return "anthropic", ()
+    own = FACTS[name.removesuffix("-anthropic")].models if name.removesuffix("-anthropic") in FACTS else ()
+    style = {"deepseek-anthropic": "deepseek", "minimax-anthropic": "anthropic"}.get(name, "openai")
+    return style, own
+
+
 def _build(kind: str) -> Any:
     def build(state: EmulatorState, name: str) -> Starlette:
         vendor = VENDORS.get(name) if kind == "vendor" else None
@@ -235,6 +248,10 @@ def _build(kind: str) -> Any:
                 if vendor is not None:
                     return JSONResponse(vendor_error(vendor, e), status_code=e.status)
                 return _error(e.status, e.kind, str(e), rid)
+            style, own = _access_style(name, vendor)
+            if (refused := refusal(state.access, name, style, model, request.headers, own=own,
+                                   check_key=kind != "vertex")) is not None:
+                return refused
             content, stop = _script(state, body, model, betas, vendor)
             msg = _message(body, model, content, stop)
             if vendor is not None:

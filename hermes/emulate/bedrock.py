@@ -437,6 +437,8 @@ def _build(state: EmulatorState, name: str) -> Starlette:
         control = state.control(name)
         try:
             check_auth(request.headers)
+            if not state.access.knows(name, model):  # a 400, as for a friendly name like `sonnet`
+                raise AwsError(400, "ValidationException", "The provided model identifier is invalid.")
             fault = state.take_fault(name)
             if fault == "500":
                 raise AwsError(500, "InternalServerException", "The server encountered an internal error "

@@ -23,7 +23,7 @@ import hmac
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
+
+from .access import Access
 
 __all__ = ["PERSONALITIES", "Control", "Emulator", "EmulatorState", "Personality", "register", "transport_fault"]
 
@@ -85,11 +87,17 @@ def register(p: Personality) -> Personality:
 class EmulatorState:
     """Request log, HMAC minting and per-personality controls; thread-safe."""
 
-    def __init__(self, secret: bytes | None = None) -> None:
+    def __init__(self, secret: bytes | None = None, *, keys: Iterable[str] | None = None) -> None:
         self.secret = secret or hashlib.sha256(str(time.time_ns()).encode()).digest()
+        self.access = Access(keys)
         self.log: list[dict[str, Any]] = []
         self.controls: dict[str, Control] = {}
         self._lock = threading.Lock()
+
+    def add_models(self, personality: str, *globs: str) -> None:
+        """Let ``personality`` (``*``: every one) serve these models besides the profiled ones:
+        how a test uses a made-up model id without the provider's unknown-model answer."""
+        self.access.add_models(personality, *globs)
 
     # --- signatures -------------------------------------------------------------------
     def mint(self, personality: str, model: str, text: str, *, prefix: str = "Es") -> str:
@@ -158,6 +166,8 @@ def _app(state: EmulatorState, names: list[str]) -> Starlette:
             spec = orjson.loads(await request.body() or b"{}")
         except orjson.JSONDecodeError:
             return JSONResponse({"error": "control body must be JSON"}, status_code=400)
+        if spec.get("models"):
+            state.add_models(name, *map(str, spec["models"]))
         state.set_control(name, reject_fields=spec.get("reject_fields"), fault=spec.get("fault"),
                           times=int(spec.get("times", 1)), delay=spec.get("delay"),
                           first_token=spec.get("first_token"))
@@ -175,12 +185,14 @@ def _app(state: EmulatorState, names: list[str]) -> Starlette:
 class Emulator:
     """Run every registered personality (or ``names``) on 127.0.0.1 in a background thread."""
 
-    def __init__(self, names: list[str] | None = None, *, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, names: list[str] | None = None, *, port: int = 0, host: str = "127.0.0.1",
+                 keys: Iterable[str] | None = None) -> None:
+        """``keys``: the only keys accepted (None: any non-empty key)."""
         from . import load_all
 
         load_all()
         self.names = names or sorted(PERSONALITIES)
-        self.state = EmulatorState()
+        self.state = EmulatorState(keys=keys)
         self.host = host
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

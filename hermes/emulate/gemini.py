@@ -41,6 +41,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ._gemini_schema import camel, unknown_fields
+from .access import refusal
 from .core import EmulatorState, Personality, register, transport_fault
 from .script import Step, next_step
 
@@ -339,6 +340,9 @@ def _build(state: EmulatorState, name: str) -> Starlette:
         if found:
             return _unknown(found)
         model = m["model"]
+        if (refused := refusal(state.access, name, "gemini", model, request.headers, request.query_params,
+                               check_key=not vertex)) is not None:
+            return refused
         problem = _Checker(state, name, model, families).check(body)
         if problem is not None:
             return problem

@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..toolids import base62
+from .access import refusal
 from .chat_errors import error_body
 from .chat_rules import (
     CHUNKS,
@@ -294,6 +295,9 @@ def build(state: EmulatorState, name: str) -> Starlette:
         if early is not None:
             return early
         model = str(body.get("model") or "")
+        style = facts.errors if facts.errors == "deepseek" else "openai"
+        if (refused := refusal(state.access, name, style, model, request.headers, own=facts.models)) is not None:
+            return refused
         verdict = validate(facts, name, model, body, body_len=len(raw), reject=frozenset(control.reject_fields),
                            verify=lambda text, sig: state.verify(name, model, text, sig)
                            or state.verify(name, model, text, sig, prefix="gAAAAAB"))

@@ -40,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .access import refusal
 from .core import EmulatorState, Personality, register, transport_fault
 from .script import directed_step, next_step
 
@@ -462,6 +463,9 @@ def build(state: EmulatorState, name: str) -> Starlette:
             return JSONResponse({"error": {"message": "You didn't provide an API key.", "type":
                                            "invalid_request_error", "param": None, "code": None}},
                                 status_code=401)
+        if isinstance(body, dict) and (refused := refusal(state.access, name, "openai", str(body.get("model") or ""),
+                                                          request.headers)) is not None:
+            return refused
         fault = state.take_fault(name)
         early = _fault_response(fault) if fault else None
         if early is not None:
