@@ -97,7 +97,15 @@ def served(tmp_path: Path) -> Iterator[str]:
             assert proc.poll() is None and time.monotonic() < deadline, text
             time.sleep(0.05)
         line = next(x for x in text.splitlines() if x.startswith("deepseek "))
-        yield line.split()[1].rsplit("/deepseek", 1)[0]
+        root = line.split()[1].rsplit("/deepseek", 1)[0]
+        while True:  # the URLs are printed before the server listens
+            try:
+                httpx.get(f"{root}/_log", timeout=5)
+                break
+            except httpx.ConnectError:
+                assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+                time.sleep(0.05)
+        yield root
     finally:
         proc.terminate()
         proc.wait(30)
