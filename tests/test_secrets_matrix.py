@@ -38,7 +38,9 @@ FACTS = pytest.importorskip("hermes.emulate.chat_rules").FACTS
 MODEL = {"copilot": "gemini-3-pro-preview", "gemini-openai": "gemini-3-pro-preview", "openai": "gpt-oss-120b",
          "anthropic": "claude-opus-5", "anthropic-vertex": "claude-opus-4-6", "anthropic-foundry": "claude-opus-5",
          "bedrock": "anthropic.claude-sonnet-4-5-v1:0", "gemini": "gemini-3-pro-preview",
-         "gemini-vertex": "gemini-3-pro-preview", "openai-responses": "gpt-5", "xai-responses": "grok-4"}
+         "gemini-vertex": "gemini-3-pro-preview", "openai-responses": "gpt-5", "xai-responses": "grok-4",
+         "deepseek-anthropic": "deepseek-v4-pro", "kimi-anthropic": "kimi-k2.6", "mimo-anthropic": "mimo-v2.5-pro",
+         "minimax-anthropic": "MiniMax-M3"}
 AUTH_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
 MISCONFIGURED = """
 [[route]]
