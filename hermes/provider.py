@@ -7,6 +7,7 @@ HTTP for every row, botocore for ``auth = "aws"`` (SigV4 and the binary event st
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -248,9 +249,17 @@ def build_body(wire: Wire, plan: ReplayPlan, *, tools: Sequence[ToolSpec] = (), 
 
 
 def plain(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` as plain JSON values (its fragments parsed), for code that reads it."""
-    out: dict[str, Any] = orjson.loads(orjson.dumps(body))
+    """``body`` as plain JSON values (its fragments parsed), for code that reads it; bytes
+    (botocore's blobs, such as Bedrock's ``redactedContent``) become the base64 text the
+    store keeps for them."""
+    out: dict[str, Any] = orjson.loads(orjson.dumps(body, default=_blob))
     return out
+
+
+def _blob(o: object) -> str:
+    if isinstance(o, bytes | bytearray):
+        return base64.b64encode(bytes(o)).decode()
+    raise TypeError(f"{type(o).__name__} is not JSON")
 
 
 def _send(wire: Wire, resolved: Resolved, body: dict[str, Any], *, stream: bool, key: str | None,
