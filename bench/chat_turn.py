@@ -52,8 +52,8 @@ sys.stdout.buffer.write(str(len(orjson.dumps(body))).encode())
 
 
 def populate(db: Path, url: str, turns: int) -> str:
-    from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
-    from hermes.resolve import resolve
+    from hermes.core.messages import Message, Reasoning, Text, ToolCall, ToolResult
+    from hermes.routing.resolve import resolve
     from hermes.store import Store
 
     origin = resolve(ROUTE, url, MODEL).key

@@ -43,12 +43,12 @@ from typing import Any
 import orjson
 
 import hermes
+from hermes.agent.provider import get_wire, iter_sse
+from hermes.core.messages import Compaction, Message, ToolResult, dumps
+from hermes.core.stream import Accumulator
 from hermes.emulate import Emulator
-from hermes.messages import Compaction, Message, ToolResult, dumps
-from hermes.provider import get_wire, iter_sse
-from hermes.resolve import Resolved, resolve
+from hermes.routing.resolve import Resolved, resolve
 from hermes.store import Store
-from hermes.stream import Accumulator
 
 __all__ = ["CrashLoop", "Report", "TeeEmulator", "main"]
 
@@ -264,7 +264,7 @@ class Report:
     by_route: Counter[str] = field(default_factory=Counter)
     statuses: Counter[int | str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
-    compaction: str = "hermes.compaction not present — skipped"
+    compaction: str = "hermes.agent.compaction not present — skipped"
     checkpoints: int = 0
 
     def lines(self) -> Iterator[str]:
@@ -467,7 +467,7 @@ class CrashLoop:
 
     def run(self, kills: int) -> Report:
         phases = PHASES
-        if importlib.util.find_spec("hermes.compaction") is None:
+        if importlib.util.find_spec("hermes.agent.compaction") is None:
             phases = PHASES[:-1]
         else:
             self.report.compaction = "`hermes sessions compress` killed in its summary request or its commit"

@@ -18,8 +18,8 @@ import time
 import bpe_openai
 
 from hermes import estimate as est
-from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
-from hermes.resolve import resolve
+from hermes.core.messages import Message, Reasoning, Text, ToolCall, ToolResult
+from hermes.routing.resolve import resolve
 
 
 def history(turns: int) -> tuple[list[Message], str]:

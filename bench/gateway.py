@@ -7,7 +7,7 @@ calls and two store commits). Per run, three fresh child processes:
 * **gateway** — ``python -m hermes gateway`` on a temporary HERMES_HOME;
 * **clients** — posts the turns to it over raw keep-alive sockets (its own process, so the
   load generator's CPU is neither the gateway's nor the emulator's);
-* **direct** — the same turns through ``hermes.runtime.Runtime`` as the product builds them
+* **direct** — the same turns through ``hermes.agent.runtime.Runtime`` as the product builds them
   (one store, one HTTP transport, ``Runtime.agent``: config's settings, the preflight token
   estimate; one agent per session, each turn continuing from the history the last returned,
   as the gateway's hot sessions give it). No HTTP, no lease, no hand-over to a thread: what
@@ -194,10 +194,10 @@ class Side:
 
 class Direct(Side):
     def __init__(self, emu_url: str, home: Path) -> None:
-        from hermes.runtime import Runtime
+        from hermes.agent.runtime import Runtime
         from hermes.store import Store
-        from hermes.tools import ToolContext, load_toolbox
-        from hermes.transport import Transport
+        from hermes.tools.builtins import ToolContext, load_toolbox
+        from hermes.transport.http import Transport
 
         self.url = emu_url
         self.store = Store(home / "direct.db")

@@ -31,7 +31,7 @@ from gateway import MODEL, ROUTE, Conn, cpu_seconds, pct, start_gateway
 
 NULL_TURN = """
 import sys
-from hermes.agent import Agent, TurnResult
+from hermes.agent.loop import Agent, TurnResult
 
 def null_turn(self, session_id, user_text, resolved, *, history=None):
     return TurnResult(session_id, "ok", 1, "answer", history=list(history or []))

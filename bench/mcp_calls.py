@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_of, report
 
-from hermes.mcp_config import McpServer
-from hermes.mcp_tools import McpHub
-from hermes.messages import ToolCall
-from hermes.tools import Toolbox
+from hermes.config.mcp import McpServer
+from hermes.core.messages import ToolCall
+from hermes.tools.builtins import Toolbox
+from hermes.tools.mcp import McpHub
 
 SERVER = '''
 from mcp.server.mcpserver import MCPServer

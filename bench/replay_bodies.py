@@ -21,8 +21,9 @@ from typing import Any
 
 import orjson
 
+from hermes.agent.provider import build_body
 from hermes.builder import Builder
-from hermes.messages import (
+from hermes.core.messages import (
     Compaction,
     Message,
     NativeRecord,
@@ -32,11 +33,10 @@ from hermes.messages import (
     ToolCall,
     ToolResult,
 )
-from hermes.models import PROFILES
-from hermes.provider import build_body
 from hermes.replay import Learned, Settings, plan_replay
-from hermes.resolve import Resolved, resolve
-from hermes.routes import ROUTES
+from hermes.routing.models import PROFILES
+from hermes.routing.resolve import Resolved, resolve
+from hermes.routing.routes import ROUTES
 from hermes.wire import ToolSpec, get_wire
 
 EFFORTS: tuple[str | None, ...] = (None, "minimal", "low", "medium", "high", "max")

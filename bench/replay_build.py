@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _instr
 from _timing import best_of
 
+from hermes.agent.provider import build_body, get_wire
 from hermes.builder import Builder
 from hermes.builder.memo import context
-from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
-from hermes.provider import build_body, get_wire
+from hermes.core.messages import Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.replay import Learned, Settings, plan_replay
-from hermes.resolve import Resolved, resolve
+from hermes.routing.resolve import Resolved, resolve
 from hermes.store import Store
 
 ROUTES = [("openrouter", "anthropic/claude-sonnet-4.5"), ("deepseek", "deepseek-v4"), ("anthropic", "claude-opus-5"),

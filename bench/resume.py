@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _instr
 from _timing import best_of, report
 
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.store import Store
 
 

@@ -54,7 +54,7 @@ def store_cost(store: Any, turns: int = 100, per_session: int = 20) -> float:
     """Milliseconds of store work per gateway turn on ``store`` (no model, no HTTP): lease,
     load, two step commits, release — on sessions of up to ``per_session`` turns, so the
     figure is a turn's cost, not a long history's load."""
-    from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+    from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 
     origin = RouteKey(ROUTE, "127.0.0.1", MODEL, "openai_responses")
     started = time.perf_counter()
@@ -155,7 +155,7 @@ def measure_proxy(label: str, home: Path, upstream: str, questions: int, workers
 def memory_cost(memory: Any, requests: int = 200, keys: int = 10) -> float:
     """Milliseconds of memory work per proxied request: one ``remember`` and one ``recall`` of
     the ``keys`` turns a conversation sends back."""
-    from hermes.messages import Message, Reasoning, RouteKey, ToolCall
+    from hermes.core.messages import Message, Reasoning, RouteKey, ToolCall
     from hermes.proxy import message_key
 
     origin = RouteKey(PROXY_ROUTE, "127.0.0.1", PROXY_MODEL, "openai_chat")

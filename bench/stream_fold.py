@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _instr
 
-from hermes.messages import RouteKey
-from hermes.provider import sse_batches
-from hermes.stream import Accumulator
+from hermes.agent.provider import sse_batches
+from hermes.core.messages import RouteKey
+from hermes.core.stream import Accumulator
 from hermes.wire.openai_chat import ChatDecoder
 
 __all__ = ["main", "make_stream"]

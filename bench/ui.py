@@ -23,12 +23,12 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_of, report
 
-from hermes.logs import plan_summary
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.replay import plan_replay
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
 from hermes.store import Store
-from hermes.views import session_view
+from hermes.store.requestlog import plan_summary
+from hermes.store.views import session_view
 
 
 def build(store: Store, log: Path, turns: int, requests: int) -> str:

@@ -25,11 +25,11 @@ __all__ = [
 ]
 
 _WHERE = {
-    "Agent": "hermes.agent", "Learned": "hermes.replay", "Message": "hermes.messages",
-    "Reasoning": "hermes.messages", "RouteKey": "hermes.messages", "Settings": "hermes.replay",
-    "Store": "hermes.store", "Text": "hermes.messages", "ToolCall": "hermes.messages",
-    "ToolResult": "hermes.messages", "complete": "hermes.provider", "plan_replay": "hermes.replay",
-    "resolve": "hermes.resolve",
+    "Agent": "hermes.agent.loop", "Learned": "hermes.replay", "Message": "hermes.core.messages",
+    "Reasoning": "hermes.core.messages", "RouteKey": "hermes.core.messages", "Settings": "hermes.replay",
+    "Store": "hermes.store", "Text": "hermes.core.messages", "ToolCall": "hermes.core.messages",
+    "ToolResult": "hermes.core.messages", "complete": "hermes.agent.provider", "plan_replay": "hermes.replay",
+    "resolve": "hermes.routing.resolve",
 }
 
 

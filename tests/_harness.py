@@ -139,7 +139,7 @@ def gateway(home: Path, config: Any = None, **options: Any) -> Iterator[str]:
     uses) over ``home/state.db``; yields its base URL."""
     import uvicorn
 
-    from hermes.config import Config
+    from hermes.config.settings import Config
     from hermes.gateway import GatewayOptions, create_app
     from hermes.gateway.server import uvicorn_config
     from hermes.serving.listen import bind

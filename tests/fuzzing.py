@@ -41,7 +41,7 @@ from typing import Any
 
 import orjson
 
-from hermes.errors import HermesError
+from hermes.core.errors import HermesError
 
 __all__ = [
     "SEED",
@@ -560,7 +560,7 @@ class Target:
 
 
 def _route(wire: str) -> Any:
-    from hermes.resolve import resolve
+    from hermes.routing.resolve import resolve
 
     name = {"openai_chat": "minimax", "anthropic": "anthropic", "gemini": "gemini",
             "openai_responses": "openai-responses", "bedrock": "bedrock"}[wire]
@@ -572,7 +572,7 @@ def _route(wire: str) -> Any:
 def _finish(resolved: Any, deltas_iter: Callable[[Callable[[Sequence[Any]], None]], None]) -> None:
     """Fold what a decoder emits, take the result and check it survives the history JSON form."""
     from hermes import messages
-    from hermes.stream import Accumulator
+    from hermes.core.stream import Accumulator
 
     acc = Accumulator(resolved.key)
 
@@ -594,7 +594,7 @@ def _sse_target(wire: str) -> Callable[[bytes], None]:
     def run(data: bytes) -> None:
         import httpx
 
-        from hermes.provider import sse_batches
+        from hermes.agent.provider import sse_batches
         from hermes.wire import get_wire
 
         resolved = _route(wire)
@@ -613,7 +613,7 @@ def _sse_target(wire: str) -> Callable[[bytes], None]:
 
 def _json_target(wire: str) -> Callable[[bytes], None]:
     def run(data: bytes) -> None:
-        from hermes.provider import decode_body
+        from hermes.agent.provider import decode_body
         from hermes.wire import get_wire
 
         resolved = _route(wire)
@@ -669,7 +669,7 @@ def _bedrock_json(data: bytes) -> None:
 
 
 def _history(data: bytes) -> None:
-    from hermes.messages import dumps, load_jsonl, loads
+    from hermes.core.messages import dumps, load_jsonl, loads
 
     for m in load_jsonl(data.split(b"\n"), source="fuzz.jsonl"):
         if loads(dumps(m)) != m:
@@ -684,7 +684,7 @@ def _in_file(name: str, data: bytes, fn: Callable[[Path], Any]) -> None:
 
 
 def _routes_toml(data: bytes) -> None:
-    from hermes.resolve import load_table, resolve
+    from hermes.routing.resolve import load_table, resolve
 
     def go(p: Path) -> None:
         table = load_table(p)
@@ -695,7 +695,7 @@ def _routes_toml(data: bytes) -> None:
 
 
 def _config_toml(data: bytes) -> None:
-    from hermes.config import load_config
+    from hermes.config.settings import load_config
 
     _in_file("config.toml", data, load_config)
 
@@ -738,7 +738,7 @@ def _mcp_result(data: bytes) -> None:
     import pydantic
     from mcp.types import CallToolResult
 
-    from hermes.mcp_tools import _result_text
+    from hermes.tools.mcp import _result_text
 
     try:
         result = CallToolResult.model_validate_json(data)
@@ -770,7 +770,7 @@ def _door(kind: str) -> Callable[[bytes], None]:
         from hermes.proxy.responses_door import chat_request
         from hermes.proxy.rewrite import rewrite
         from hermes.proxy.seal import Sealer
-        from hermes.resolve import resolve
+        from hermes.routing.resolve import resolve
         from hermes.serving.http import ApiError
 
         target = resolve("deepseek", "http://127.0.0.1:9/v1", "deepseek-v4-pro")
@@ -796,10 +796,10 @@ def _door(kind: str) -> Callable[[bytes], None]:
 
 def _door_seeds() -> dict[str, list[bytes]]:
     """A tool loop in each door's own shape, reasoning carried in an envelope the fuzz sealer opens."""
-    from hermes.messages import Reasoning
+    from hermes.core.messages import Reasoning
     from hermes.proxy.door import seal_turn
     from hermes.proxy.seal import Sealer
-    from hermes.resolve import resolve
+    from hermes.routing.resolve import resolve
 
     origin = resolve("deepseek", "http://127.0.0.1:9/v1", "deepseek-v4-pro").key
     env = seal_turn((Reasoning("I should list the files.", origin),),
@@ -898,14 +898,14 @@ def capture_corpus() -> dict[str, list[bytes]]:
     import httpx
 
     from hermes import messages
+    from hermes.agent.provider import complete, get_wire
+    from hermes.config.keys import auth_headers
+    from hermes.core.messages import Message, ToolResult
     from hermes.emulate import Emulator
     from hermes.emulate.bedrock import _frame, event_frames, response_payload
     from hermes.emulate.core import EmulatorState
-    from hermes.keys import auth_headers
-    from hermes.messages import Message, ToolResult
-    from hermes.provider import complete, get_wire
     from hermes.replay import plan_replay
-    from hermes.resolve import resolve
+    from hermes.routing.resolve import resolve
     from hermes.wire import ToolSpec
 
     tools = [ToolSpec("list_files", "List files", {"type": "object", "properties": {"path": {"type": "string"}}})]

@@ -9,9 +9,9 @@ import codecs
 import itertools
 from collections.abc import Sequence
 
-from hermes.messages import RouteKey
-from hermes.provider import sse_batches, sse_events
-from hermes.stream import Accumulator, Response
+from hermes.agent.provider import sse_batches, sse_events
+from hermes.core.messages import RouteKey
+from hermes.core.stream import Accumulator, Response
 from hermes.wire import Decoder
 
 __all__ = ["fold_sse", "text_chunks"]

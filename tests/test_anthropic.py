@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes import provider
+from hermes.core.errors import ProviderHTTPError, StreamError, UnsupportedPart
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.core.stream import Delta, fold
 from hermes.emulate import Emulator
-from hermes.errors import ProviderHTTPError, StreamError, UnsupportedPart
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.replay import PlannedMessage, ReplayPlan, Settings, plan_replay
-from hermes.resolve import Resolved, resolve
-from hermes.stream import Delta, fold
+from hermes.routing.resolve import Resolved, resolve
 from hermes.wire import ToolSpec
 from hermes.wire import anthropic as wire
 

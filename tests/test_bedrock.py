@@ -26,13 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes import messages as hm
+from hermes.agent.provider import Exchange, complete
+from hermes.core.errors import HermesError, ProviderHTTPError, RateLimited, StreamError
+from hermes.core.messages import Message, Reasoning, Text, ToolCall, ToolResult
+from hermes.core.stream import fold
 from hermes.emulate.bedrock import encode_frame, event_frames
-from hermes.errors import HermesError, ProviderHTTPError, RateLimited, StreamError
-from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
-from hermes.provider import Exchange, complete
 from hermes.replay import Settings, plan_replay
-from hermes.resolve import resolve
-from hermes.stream import fold
+from hermes.routing.resolve import resolve
 from hermes.wire import ToolSpec
 from hermes.wire import bedrock as wire
 

@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 from hermes import provider
-from hermes.errors import ProviderHTTPError
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
-from hermes.resolve import resolve
-from hermes.routes import ROUTES as TABLE
+from hermes.core.errors import ProviderHTTPError
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.routing.resolve import resolve
+from hermes.routing.routes import ROUTES as TABLE
 from hermes.wire import ToolSpec
 
 pytest.importorskip("hermes.emulate.openai_chat")  # until the chat emulator is on this branch

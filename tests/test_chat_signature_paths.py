@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from hermes.messages import Message, Reasoning, ToolCall, ToolResult
+from hermes.core.messages import Message, Reasoning, ToolCall, ToolResult
+from hermes.core.stream import Accumulator
 from hermes.replay import plan_replay
-from hermes.resolve import Resolved, load_table, resolve
-from hermes.stream import Accumulator
+from hermes.routing.resolve import Resolved, load_table, resolve
 from hermes.wire import openai_chat
 
 ROW = ('[[route]]\nkey = "acme-sig"\nwire = "openai_chat"\nhosts = ["llm.acme.example"]\n'

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from hermes import provider
-from hermes.errors import ProviderHTTPError
-from hermes.messages import Message, ToolResult
+from hermes.core.errors import ProviderHTTPError
+from hermes.core.messages import Message, ToolResult
 from hermes.replay import Settings
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
 from hermes.wire import ToolSpec
 
 TOOLS = (ToolSpec("list_files", "List files", {"type": "object", "properties": {"path": {"type": "string"}}}),)

@@ -13,9 +13,9 @@ import time
 import orjson
 from _cli import cli
 
-from hermes.messages import dumps
+from hermes.core.messages import dumps
 from hermes.store import Store
-from hermes.tools import MAX_OUTPUT, Tool, Toolbox, builtin_tools
+from hermes.tools.builtins import MAX_OUTPUT, Tool, Toolbox, builtin_tools
 from hermes.wire import ToolSpec
 
 
@@ -93,8 +93,8 @@ def test_read_only_home_is_a_clear_error(tmp_path):
 
 def test_a_tool_returning_10_mb_is_cut_with_a_note(tmp_path):
     big = Tool(ToolSpec("big"), lambda args, ctx: "x" * 10_000_000)
-    from hermes.messages import ToolCall
-    from hermes.tools import ToolContext
+    from hermes.core.messages import ToolCall
+    from hermes.tools.builtins import ToolContext
 
     box = Toolbox([*builtin_tools(), big], ToolContext(cwd=tmp_path))
 

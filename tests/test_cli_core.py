@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from hermes.messages import Message, Reasoning, RouteKey, ToolCall, ToolResult, dumps
+from hermes.core.messages import Message, Reasoning, RouteKey, ToolCall, ToolResult, dumps
 
 
 def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:

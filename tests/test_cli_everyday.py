@@ -17,7 +17,7 @@ import pexpect
 from _cli import CANARY
 from _loopback import Seen, Upstream
 
-from hermes.routes import ROUTES
+from hermes.routing.routes import ROUTES
 
 
 def run(home: Path, *args: str, stdin: Any = subprocess.DEVNULL, input: str | None = None,

@@ -18,8 +18,8 @@ import pytest
 from _cli import CANARY
 
 from hermes.cli.chat import _Printer
-from hermes.events import Streamed, Waiting
-from hermes.stream import TextDelta, ToolCallDelta
+from hermes.core.events import Streamed, Waiting
+from hermes.core.stream import TextDelta, ToolCallDelta
 
 
 def _run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

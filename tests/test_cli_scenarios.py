@@ -14,7 +14,7 @@ import orjson
 import pytest
 from _cli import CANARY, cli
 
-from hermes.messages import Message, Reasoning
+from hermes.core.messages import Message, Reasoning
 from hermes.store import Store
 
 

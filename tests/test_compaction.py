@@ -12,17 +12,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes import estimate as est
-from hermes.agent import Agent
-from hermes.compaction import (
+from hermes.agent.compaction import (
     CompactionError,
     compact,
     compress,
     context_budget,
     tail_walk,
 )
-from hermes.compactor import AutoCompactor, compress_session
-from hermes.history import window
-from hermes.messages import (
+from hermes.agent.compactor import AutoCompactor, compress_session
+from hermes.agent.loop import Agent
+from hermes.core.history import window
+from hermes.core.messages import (
     Compaction,
     Message,
     Reasoning,
@@ -33,9 +33,9 @@ from hermes.messages import (
     dumps,
 )
 from hermes.replay import GEMINI_SKIP_SIGNATURE, Learned, PlannedMessage, Settings, plan_replay
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
 from hermes.store import Store
-from hermes.tools import Tool, Toolbox
+from hermes.tools.builtins import Tool, Toolbox
 from hermes.wire import ToolSpec
 
 KEY = "sk-test-compaction-0123456789"

@@ -16,8 +16,8 @@ import orjson
 import pytest
 from _cli import CANARY, cli
 
-from hermes.errors import StoreError
-from hermes.messages import Message, RouteKey, Text
+from hermes.core.errors import StoreError
+from hermes.core.messages import Message, RouteKey, Text
 from hermes.store import NewSession, Store
 from hermes.store.draft import DRAFT_FENCE, Drafting, new_session
 from hermes.store.lease import Fenced, Lease, LeaseLost, hold_lease

@@ -17,9 +17,9 @@ from _pty import PROMPT, plain, repl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.edits import apply_edit, undo
-from hermes.messages import ToolCall
-from hermes.tools import ToolContext, load_toolbox
+from hermes.core.messages import ToolCall
+from hermes.tools.builtins import ToolContext, load_toolbox
+from hermes.tools.edits import apply_edit, undo
 
 
 def _box(root: Path, **ctx: Any) -> Any:

@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 import pytest
 
+from hermes.core.errors import ConfigError
 from hermes.emulate import PERSONALITIES, load_all
-from hermes.emulated import emulated_url, emulator_root, personality
-from hermes.errors import ConfigError
-from hermes.routes import ROUTES
+from hermes.routing.emulated import emulated_url, emulator_root, personality
+from hermes.routing.routes import ROUTES
 from hermes.store import Store
 
 REAL_KEY = "sk-real-deepseek-key-0123456789"

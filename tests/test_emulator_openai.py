@@ -539,7 +539,7 @@ RECORDED_ACCEPTS: dict[str, set[str]] = {"cerebras": {R}}
 
 def test_every_chat_route_has_a_personality_that_accepts_its_carriers(emu: Emulator) -> None:
     from hermes.emulate.chat_rules import FACTS
-    from hermes.routes import ROUTES
+    from hermes.routing.routes import ROUTES
 
     chat = [r for r in ROUTES if r.wire == "openai_chat"]
     assert {r.key for r in chat} == set(FACTS) == set(RETURNS)

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes import estimate as est
-from hermes.agent import Agent
-from hermes.compaction import tail_walk
-from hermes.compactor import AutoCompactor, CompactContext
-from hermes.messages import (
+from hermes.agent.compaction import tail_walk
+from hermes.agent.compactor import AutoCompactor, CompactContext
+from hermes.agent.loop import Agent
+from hermes.core.messages import (
     Compaction,
     Message,
     NativeRecord,
@@ -30,10 +30,10 @@ from hermes.messages import (
     ToolResult,
 )
 from hermes.replay import Learned, plan_replay
-from hermes.resolve import resolve
-from hermes.routes import ROUTES
+from hermes.routing.resolve import resolve
+from hermes.routing.routes import ROUTES
 from hermes.store import Store
-from hermes.tools import Tool, Toolbox
+from hermes.tools.builtins import Tool, Toolbox
 from hermes.wire import ToolSpec
 
 # ----------------------------------------------------------------------------- corpus

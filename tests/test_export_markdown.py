@@ -14,8 +14,8 @@ from _cli import CANARY
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes.markdown import fenced, session_markdown
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.cli.markdown import fenced, session_markdown
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.store.records import SessionInfo
 
 

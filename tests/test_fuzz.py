@@ -20,8 +20,8 @@ from fuzzing import SEED, SEED_VAR, TARGETS, Hang, Target, capture_corpus, check
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from hermes.core.errors import ConfigError, HermesError, StreamError
 from hermes.emulate.bedrock import encode_frame
-from hermes.errors import ConfigError, HermesError, StreamError
 
 BY_NAME = {t.name: t for t in TARGETS}
 CASES = 120

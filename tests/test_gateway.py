@@ -29,8 +29,8 @@ import orjson
 import pytest
 from _procs import listening
 
-from hermes.config import Config
-from hermes.messages import Message
+from hermes.config.settings import Config
+from hermes.core.messages import Message
 from hermes.store import Store
 
 TOKEN = "gw-test-token-0123456789"

@@ -12,7 +12,7 @@ import openai
 import pytest
 from _harness import gateway
 
-from hermes.config import Config
+from hermes.config.settings import Config
 
 
 def test_sdk_starts_a_session_then_keeps_it(emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

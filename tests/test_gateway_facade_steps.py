@@ -12,7 +12,7 @@ import orjson
 import pytest
 from _harness import gateway
 
-from hermes.config import Config
+from hermes.config.settings import Config
 
 
 def _stream_deltas(resp: httpx.Response) -> tuple[str, str]:

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from _harness import gateway
 
-from hermes.config import Config
+from hermes.config.settings import Config
 
 
 def exchange(sock: socket.socket, request: bytes) -> tuple[bytes, bytes]:

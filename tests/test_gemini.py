@@ -21,11 +21,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes import provider
-from hermes.errors import ProviderHTTPError, RateLimited, StreamError, UnsupportedPart
-from hermes.messages import Message, NativeRecord, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.core.errors import ProviderHTTPError, RateLimited, StreamError, UnsupportedPart
+from hermes.core.messages import (
+    Message,
+    NativeRecord,
+    Reasoning,
+    RouteKey,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from hermes.core.stream import fold
 from hermes.replay import GEMINI_SKIP_SIGNATURE, Settings, plan_replay
-from hermes.resolve import resolve
-from hermes.stream import fold
+from hermes.routing.resolve import resolve
 from hermes.wire import ToolSpec
 from hermes.wire import gemini as wire
 

@@ -1,4 +1,4 @@
-"""Hot sessions (``hermes.hot``): two workers share one state.db and run alternate turns on
+"""Hot sessions (``hermes.builder.hot``): two workers share one state.db and run alternate turns on
 one session over real HTTP against the emulators. What must hold:
 
 * every request a worker sends from its cached history and build cache is byte-for-byte the
@@ -18,15 +18,15 @@ from typing import Any
 import orjson
 import pytest
 
-from hermes.agent import Agent
+from hermes.agent.loop import Agent
+from hermes.agent.provider import get_wire
 from hermes.builder import Builder
-from hermes.hot import HotSessions
-from hermes.messages import Message, Text
-from hermes.provider import get_wire
+from hermes.builder.hot import HotSessions
+from hermes.core.messages import Message, Text
 from hermes.replay import Learned, Settings, plan_replay
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
 from hermes.store import Store
-from hermes.tools import Tool, Toolbox
+from hermes.tools.builtins import Tool, Toolbox
 from hermes.wire import ToolSpec
 
 KEY = "sk-test-hot-0123456789"
@@ -124,7 +124,7 @@ def test_a_turn_that_fails_after_committing_a_step_is_reloaded_next_time(
         emulator: Any, stores: tuple[Store, Store]) -> None:
     """Step 1 (user message, tool call, result) commits, then the model call of step 2 fails:
     the entry stays out of the cache, so the next turn reads the committed step from the store."""
-    from hermes.errors import ProviderHTTPError
+    from hermes.core.errors import ProviderHTTPError
 
     store, _ = stores
     resolved = resolve("deepseek", emulator.url("deepseek"), "deepseek-v4-pro")

@@ -10,7 +10,7 @@ loop is still the latest one, and the real API refuses it without its thinking b
     messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`.
     When `thinking` is enabled, a final `assistant` message must start with a thinking block …
 
-(a crash-loop run against real Bedrock got exactly this 400). ``hermes.history.open_loop_start``
+(a crash-loop run against real Bedrock got exactly this 400). ``hermes.core.history.open_loop_start``
 therefore keeps such a loop open across the next user message. Over real HTTP against the
 emulators, which enforce that rule with that body: the emulator refuses the request without the
 loop's thinking, and Hermes sends it with the thinking, signature byte-identical.
@@ -28,8 +28,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hermes import provider
-from hermes.messages import Message, Reasoning, ToolResult
-from hermes.resolve import Resolved, resolve
+from hermes.core.messages import Message, Reasoning, ToolResult
+from hermes.routing.resolve import Resolved, resolve
 from hermes.wire import ToolSpec
 
 TOOLS = (ToolSpec("ls", "List files", {"type": "object", "properties": {"path": {"type": "string"}},

@@ -22,16 +22,16 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_replay_properties import LEARNED, MODELS, _target, histories
 
+from hermes.agent.provider import build_body, get_wire
 from hermes.builder import Builder
+from hermes.builder.estimate import raw_plan_tokens
 from hermes.builder.memo import context
-from hermes.estimate import raw_plan_tokens
-from hermes.history import open_loop_start
-from hermes.logs import plan_summary
-from hermes.messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
-from hermes.provider import build_body, get_wire
+from hermes.core.history import open_loop_start
+from hermes.core.messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.replay import Learned, Settings, plan_replay
-from hermes.routes import ROUTES
+from hermes.routing.routes import ROUTES
 from hermes.store import Store
+from hermes.store.requestlog import plan_summary
 from hermes.wire import ToolSpec
 
 ROUTE_KEYS = [r.key for r in ROUTES]  # every row of the table, none by hand
@@ -320,7 +320,7 @@ def test_kept_runs_round_trip_on_both_backends(tmp_path, backend, request):
     """Digests are stored with the messages and read back with them (nothing hashed on load),
     kept runs round-trip byte for byte, a branch keeps its own, and deleting the session
     deletes its runs — on SQLite and on a real PostgreSQL."""
-    from hermes.messages import message_digest
+    from hermes.core.messages import message_digest
     from hermes.store.pg import PgStore
 
     store = Store(tmp_path / "state.db") if backend == "sqlite" else PgStore(request.getfixturevalue("pg_url"))

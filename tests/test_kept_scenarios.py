@@ -17,7 +17,7 @@ import orjson
 import pytest
 from _cli import cli
 
-from hermes.logs import read_log
+from hermes.store.requestlog import read_log
 
 ROUTES = {
     "deepseek": (["-p", "deepseek", "-m", "deepseek-v4"], "deepseek"),

@@ -26,12 +26,12 @@ import orjson
 import pytest
 
 from hermes import provider
+from hermes.core.errors import HermesError
+from hermes.core.messages import Message, Reasoning, ToolResult
 from hermes.emulate import Emulator
-from hermes.errors import HermesError
-from hermes.messages import Message, Reasoning, ToolResult
-from hermes.resolve import Resolved, resolve
-from hermes.routes import ROUTES, Route
-from hermes.transport import Transport
+from hermes.routing.resolve import Resolved, resolve
+from hermes.routing.routes import ROUTES, Route
+from hermes.transport.http import Transport
 from hermes.wire import ToolSpec
 
 FACTS = pytest.importorskip("hermes.emulate.chat_rules").FACTS

@@ -17,8 +17,8 @@ import pytest
 from _cli import cli
 from test_store import count, reopen
 
-from hermes.errors import StoreError
-from hermes.messages import Message, Text
+from hermes.core.errors import StoreError
+from hermes.core.messages import Message, Text
 from hermes.store import Store
 from hermes.store.lease import Fenced, Lease, LeaseBusy, LeaseLost, hold_lease
 from hermes.store.pg import PgStore

@@ -6,10 +6,10 @@ import hashlib
 
 import orjson
 
-from hermes.logs import plan_summary
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.replay import plan_replay
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
+from hermes.store.requestlog import plan_summary
 
 DS = RouteKey("deepseek", "api.deepseek.com", "deepseek-v4", "openai_chat")
 
@@ -54,7 +54,7 @@ def test_the_log_file_rotates_by_its_size_on_disk_and_keeps_three_old_files(tmp_
     """Lines appended whole, rotated before a line would take the file past its size — the
     file's own, whatever wrote it (another process of one gateway): ``hermes.log`` → ``.1`` →
     ``.2`` → ``.3``, the oldest dropped; every file is readable by its owner only."""
-    from hermes.logs import _append
+    from hermes.store.requestlog import _append
 
     path = tmp_path / "hermes.log"
     path.write_bytes(b"")

@@ -22,9 +22,9 @@ import orjson
 import pytest
 from _cli import cli
 
-from hermes.errors import ConfigError
-from hermes.mcp_config import McpServer, parse_mcp
-from hermes.messages import Reasoning, ToolCall
+from hermes.config.mcp import McpServer, parse_mcp
+from hermes.core.errors import ConfigError
+from hermes.core.messages import Reasoning, ToolCall
 from hermes.store import Store
 
 pytest.importorskip("mcp")
@@ -185,7 +185,7 @@ def test_config_takes_stdio_and_http_servers_and_refuses_secrets_and_mixups() ->
 
 
 def test_config_toml_errors_name_the_file_and_line(hermes_home: Path) -> None:
-    from hermes.config import load_config
+    from hermes.config.settings import load_config
 
     hermes_home.mkdir(parents=True, exist_ok=True)
     path = hermes_home / "config.toml"
@@ -198,7 +198,7 @@ def test_config_toml_errors_name_the_file_and_line(hermes_home: Path) -> None:
 
 def test_env_references_are_read_from_the_environment_and_registered_as_secrets(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes.errors import redact
+    from hermes.core.errors import redact
 
     monkeypatch.setenv("MY_SVC_TOKEN", "tok-5ecret-value-123456")
     env = McpServer("s", command="x", env={"SVC_TOKEN": "${MY_SVC_TOKEN}", "MODE": "fast"}).resolved_env()
@@ -211,7 +211,7 @@ def test_non_text_content_becomes_a_one_line_summary() -> None:
 
     from mcp import types
 
-    from hermes.mcp_tools import describe_content
+    from hermes.tools.mcp import describe_content
 
     data = base64.b64encode(bytes(5)).decode()
     blocks = [
@@ -233,8 +233,8 @@ def test_non_text_content_becomes_a_one_line_summary() -> None:
 
 def test_hub_lists_and_calls_stdio_and_http_tools(server_py: Path, http_server: str, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes.mcp_tools import McpHub
-    from hermes.tools import Toolbox
+    from hermes.tools.builtins import Toolbox
+    from hermes.tools.mcp import McpHub
 
     pids = tmp_path / "stdio.pids"
     monkeypatch.setenv("HERMES_TEST_SVC_TOKEN", "svc-5ecret-7f3a9b2c1d")
@@ -285,7 +285,7 @@ def test_hub_lists_and_calls_stdio_and_http_tools(server_py: Path, http_server: 
 
 
 def test_a_start_interrupted_by_the_user_is_joined_not_repeated(server_py: Path, tmp_path: Path) -> None:
-    from hermes.mcp_tools import McpHub
+    from hermes.tools.mcp import McpHub
 
     pids = tmp_path / "stdio.pids"
     hub = McpHub({"local": McpServer("local", command=sys.executable, args=(str(server_py), str(pids)))})

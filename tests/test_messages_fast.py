@@ -14,8 +14,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.errors import HistoryError
-from hermes.messages import (
+from hermes.core.errors import HistoryError
+from hermes.core.messages import (
     ROLES,
     Message,
     Reasoning,

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from hermes import provider
-from hermes.errors import ProviderHTTPError
-from hermes.messages import Message
-from hermes.models import profile_for
+from hermes.core.errors import ProviderHTTPError
+from hermes.core.messages import Message
 from hermes.replay import Settings
-from hermes.resolve import resolve
+from hermes.routing.models import profile_for
+from hermes.routing.resolve import resolve
 
 
 def _send(emu: Any, key: str, model: str, settings: Settings) -> dict[str, Any]:

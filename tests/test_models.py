@@ -15,14 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes import provider
-from hermes.compaction import context_budget
-from hermes.compactor import model_summarizer
-from hermes.errors import ConfigError, ProviderHTTPError
-from hermes.estimate import basis_for
-from hermes.messages import Message, Reasoning, Text, ToolCall, ToolResult
-from hermes.models import PROFILES, model_key, profile_for
+from hermes.agent.compaction import context_budget
+from hermes.agent.compactor import model_summarizer
+from hermes.builder.estimate import basis_for
+from hermes.core.errors import ConfigError, ProviderHTTPError
+from hermes.core.messages import Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.replay import Settings, plan_replay
-from hermes.resolve import load_table, resolve
+from hermes.routing.models import PROFILES, model_key, profile_for
+from hermes.routing.resolve import load_table, resolve
 from hermes.wire import ToolSpec, anthropic, bedrock
 
 TOOLS = (ToolSpec("ls", "List files", {"type": "object", "properties": {"path": {"type": "string"}},
@@ -242,8 +242,8 @@ def _as_openai(host: str) -> Any:
     """The built-in table with the all_turns rules also on ``host`` (the emulator stands in for OpenAI)."""
     from dataclasses import replace as _replace
 
-    from hermes.resolve import Table
-    from hermes.routes import ROUTES
+    from hermes.routing.resolve import Table
+    from hermes.routing.routes import ROUTES
 
     rows = [_replace(r, model_rules=tuple(_replace(m, hosts=(*m.hosts, host)) for m in r.model_rules))
             if r.key == "openai-responses" else r for r in ROUTES]
@@ -354,7 +354,7 @@ def test_profile_rows_match_exactly_as_fnmatch(pattern: str, data: st.DataObject
     matches (drawn from its regex) and keys it may not."""
     from fnmatch import fnmatchcase, translate
 
-    from hermes.models import ProfileRow
+    from hermes.routing.models import ProfileRow
 
     matching = st.from_regex(translate(pattern), fullmatch=True, alphabet="ab-.*?[]!")
     key = data.draw(matching | st.text("ab-.*?[]!", max_size=8))

@@ -15,7 +15,7 @@ import token
 import tokenize
 from pathlib import Path
 
-from hermes.routes import ROUTES
+from hermes.routing.routes import ROUTES
 
 ROOT = Path(__file__).resolve().parent.parent / "hermes"
 EXEMPT = ("routes.py", "models.py", "wire/", "emulate/", "cli/demo.py")

@@ -25,12 +25,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from hermes.logs import read_log
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall
 from hermes.proxy import Bounds, SqliteMemory, message_key, tenant_of
 from hermes.proxy.server import Background
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD
 from hermes.store import Store
+from hermes.store.requestlog import read_log
 
 DS = "deepseek-v4-pro"
 

@@ -15,15 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.messages import Message, Reasoning, Text, ToolCall
-from hermes.provider import SSESplitter
-from hermes.proxy.anthropic_door import DoorError, to_chat
-from hermes.proxy.anthropic_out import StreamWriter, usage, whole_message
-from hermes.proxy.door import open_turns, seal_turn
-from hermes.proxy.rewrite import rewrite
-from hermes.proxy.seal import Sealer
-from hermes.resolve import resolve
-from hermes.stream import (
+from hermes.agent.provider import SSESplitter
+from hermes.core.messages import Message, Reasoning, Text, ToolCall
+from hermes.core.stream import (
     Accumulator,
     FinishDelta,
     NativeDelta,
@@ -32,6 +26,12 @@ from hermes.stream import (
     ToolCallDelta,
     UsageDelta,
 )
+from hermes.proxy.anthropic_door import DoorError, to_chat
+from hermes.proxy.anthropic_out import StreamWriter, usage, whole_message
+from hermes.proxy.door import open_turns, seal_turn
+from hermes.proxy.rewrite import rewrite
+from hermes.proxy.seal import Sealer
+from hermes.routing.resolve import resolve
 
 SEALER = Sealer([bytes(range(32))])
 DS = resolve("deepseek", None, "deepseek-v4-pro")

@@ -18,8 +18,8 @@ import pytest
 from _procs import wait_for
 from _proxy import TOOLS, openai_loop, running_proxy
 
-from hermes.errors import StoreError
-from hermes.messages import Message, Reasoning, RouteKey, ToolCall, dumps
+from hermes.core.errors import StoreError
+from hermes.core.messages import Message, Reasoning, RouteKey, ToolCall, dumps
 from hermes.proxy import Bounds, SqliteMemory, message_key, open_memory, tenant_of
 from hermes.proxy.pgmemory import PgMemory
 from hermes.replay import PAD
@@ -229,7 +229,7 @@ def test_the_proxy_restores_from_either_backend(emulator: Any, backend: Any) -> 
 def test_a_database_out_of_reach_costs_the_restore_not_the_request(emulator: Any, pg_url: str) -> None:
     import psycopg
 
-    from hermes.logs import read_log
+    from hermes.store.requestlog import read_log
 
     model, db = "deepseek-v4-pro", pg_url.rsplit("/", 1)[1]
     admin = pg_url.rsplit("/", 1)[0] + "/postgres"

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_stream_fold import Spec, specs, streamed
 
-from hermes.messages import dumps
-from hermes.provider import sse_events
+from hermes.agent.provider import sse_events
+from hermes.core.messages import dumps
+from hermes.core.stream import Accumulator
 from hermes.proxy.recorder import Recorder
-from hermes.resolve import resolve
-from hermes.stream import Accumulator
+from hermes.routing.resolve import resolve
 from hermes.wire.chat_decode import decoder
 
 ROWS = {False: ("openrouter", "copilot", "gemini-openai", "deepseek"), True: ("nous", "minimax")}

@@ -199,7 +199,7 @@ def test_route_errors_reach_the_client_in_openai_shape(emulator: Any) -> None:
 def test_a_responses_request_becomes_the_routes_chat_request() -> None:
     """What Codex and the SDKs send, field by field, as the chat body the rewrite then puts right."""
     from hermes.proxy.responses_door import chat_request
-    from hermes.resolve import resolve
+    from hermes.routing.resolve import resolve
 
     kimi = resolve("kimi", "http://upstream.test", "kimi-k2.6")
     door = chat_request({

@@ -21,16 +21,17 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes.messages import Message, NativeRecord, Reasoning, RouteKey, Text, ToolCall, ToolResult
-from hermes.provider import SSESplitter
-from hermes.proxy.door import open_turns, seal_turn
-from hermes.proxy.responses_door import chat_request, output_items
-from hermes.proxy.responses_sse import ResponsesEvents
-from hermes.proxy.rewrite import REASONING_KEYS, rewrite
-from hermes.proxy.seal import Sealer
-from hermes.replay import Learned, Settings, plan_replay
-from hermes.resolve import resolve
-from hermes.stream import (
+from hermes.agent.provider import SSESplitter
+from hermes.core.messages import (
+    Message,
+    NativeRecord,
+    Reasoning,
+    RouteKey,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from hermes.core.stream import (
     Accumulator,
     FinishDelta,
     ReasoningDelta,
@@ -38,6 +39,13 @@ from hermes.stream import (
     ToolCallDelta,
     UsageDelta,
 )
+from hermes.proxy.door import open_turns, seal_turn
+from hermes.proxy.responses_door import chat_request, output_items
+from hermes.proxy.responses_sse import ResponsesEvents
+from hermes.proxy.rewrite import REASONING_KEYS, rewrite
+from hermes.proxy.seal import Sealer
+from hermes.replay import Learned, Settings, plan_replay
+from hermes.routing.resolve import resolve
 from hermes.wire import openai_responses
 from hermes.wire.openai_chat import render_message
 

@@ -7,12 +7,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.messages import Message, Reasoning, Text, ToolCall
+from hermes.core.messages import Message, Reasoning, Text, ToolCall
 from hermes.proxy import message_key
 from hermes.proxy.memory import prefixes
 from hermes.proxy.rewrite import REASONING_KEYS, rewrite
 from hermes.replay import PAD, Learned
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
 
 ROUTES = ("deepseek", "kimi", "mistral", "gemini-openai", "openrouter", "glm", "copilot", "groq", "generic")
 MODELS = {"gemini-openai": "gemini-3-pro-preview", "kimi": "kimi-k2.6", "copilot": "gemini-3-pro-preview"}

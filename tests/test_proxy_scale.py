@@ -36,8 +36,8 @@ import pytest
 from _procs import PgFleet, children, listening, stop_all, wait_for
 from _proxy import RESULT, openai_step
 
+from hermes.core.messages import loads
 from hermes.emulate import Emulator
-from hermes.messages import loads
 from hermes.proxy import client_key, message_key, tenant_of
 from hermes.proxy.memory import prefixes
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.errors import ConfigError
+from hermes.core.errors import ConfigError
 from hermes.proxy.seal import KEY_FILE, Sealer, is_envelope, load_keys
 
 K1, K2 = bytes(range(32)), bytes(range(1, 33))

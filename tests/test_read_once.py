@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes.config import load_config
-from hermes.errors import ConfigError
-from hermes.resolve import load_table
+from hermes.config.settings import load_config
+from hermes.core.errors import ConfigError
+from hermes.routing.resolve import load_table
 
 
 def test_config_is_parsed_once_while_the_file_is_unchanged(tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ import pytest
 from _cli import cli
 
 from hermes import provider
+from hermes.core.messages import Message, Reasoning, ToolResult, dumps
 from hermes.emulate import Emulator
-from hermes.messages import Message, Reasoning, ToolResult, dumps
-from hermes.resolve import Resolved, resolve
+from hermes.routing.resolve import Resolved, resolve
 from hermes.store import Store
 from hermes.wire import ToolSpec
 

@@ -31,11 +31,11 @@ from typing import Any
 import orjson
 import pytest
 
-from hermes.messages import Message, Reasoning, Text, ToolResult
-from hermes.provider import get_wire, iter_sse
+from hermes.agent.provider import get_wire, iter_sse
+from hermes.core.messages import Message, Reasoning, Text, ToolResult
+from hermes.core.stream import Accumulator, Response
 from hermes.replay import Settings, plan_replay
-from hermes.resolve import Resolved, resolve
-from hermes.stream import Accumulator, Response
+from hermes.routing.resolve import Resolved, resolve
 
 CASE_DIR = Path(os.environ.get("HERMES_REALWORLD_CASES") or Path(__file__).parent / "realworld" / "cases")
 CASE_FILES = sorted(CASE_DIR.glob("*/*.json"))

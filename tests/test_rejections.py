@@ -21,10 +21,10 @@ from _cli import cli
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from hermes.core.errors import ProviderHTTPError
+from hermes.core.events import Learned
+from hermes.core.messages import Reasoning, dumps
 from hermes.emulate import Emulator
-from hermes.errors import ProviderHTTPError
-from hermes.events import Learned
-from hermes.messages import Reasoning, dumps
 from hermes.rejections import mentions
 from hermes.store import Store
 
@@ -171,10 +171,10 @@ def test_requests_per_turn_bounded_and_history_untouched(emu: Emulator, tmp_path
                                                          turns: int) -> None:
     """For any sequence of provider errors — emulator drift, corpus bodies, random ones — across a
     tool loop: requests per user turn ≤ 2 × model steps, and learning never changes stored bytes."""
-    from hermes.agent import Agent
-    from hermes.resolve import resolve
-    from hermes.tools import ToolContext, load_toolbox
-    from hermes.transport import Transport
+    from hermes.agent.loop import Agent
+    from hermes.routing.resolve import resolve
+    from hermes.tools.builtins import ToolContext, load_toolbox
+    from hermes.transport.http import Transport
 
     queue = list(plan)
 
@@ -231,11 +231,11 @@ def test_signature_rejection_suppresses_the_blob_by_hash_and_retries_once(emu: E
     Anthropic's 400 through in metadata.raw): that blob — named in the error's attempt record by the
     hash of the stored blob the planner noted when it merged it into the list — is suppressed by hash, the
     request is retried once without it, and the stored history keeps it."""
-    from hermes.agent import Agent
-    from hermes.messages import Message, Text, ToolCall, ToolResult
+    from hermes.agent.loop import Agent
+    from hermes.core.messages import Message, Text, ToolCall, ToolResult
     from hermes.replay import blob_hash
-    from hermes.resolve import resolve
-    from hermes.tools import ToolContext, load_toolbox
+    from hermes.routing.resolve import resolve
+    from hermes.tools.builtins import ToolContext, load_toolbox
 
     (tmp_path / "notes.txt").write_text("hello\n")
     target = resolve("openrouter", emu.url("openrouter"), MODEL)

@@ -26,13 +26,21 @@ from hypothesis import strategies as st
 
 import hermes.rejections.classifier as classify_module
 import hermes.rejections.vocabulary as mentions_module
-from hermes.attempt import Attempt, Carried
+from hermes.agent.provider import complete
+from hermes.core.attempt import Attempt, Carried
+from hermes.core.errors import ProviderHTTPError
+from hermes.core.messages import (
+    Message,
+    NativeRecord,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+    blob_hash,
+)
 from hermes.emulate import Emulator
-from hermes.errors import ProviderHTTPError
-from hermes.messages import Message, NativeRecord, Reasoning, Text, ToolCall, ToolResult, blob_hash
-from hermes.provider import complete
 from hermes.rejections import CARRIERS, RetryState, classify, learned_for, recover
-from hermes.resolve import Resolved, resolve
+from hermes.routing.resolve import Resolved, resolve
 from hermes.store import Store
 from hermes.wire import ToolSpec
 

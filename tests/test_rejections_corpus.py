@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from hermes.attempt import Attempt
-from hermes.errors import ProviderHTTPError
-from hermes.messages import Message, NativeRecord, Reasoning, Text, ToolCall, ToolResult
+from hermes.core.attempt import Attempt
+from hermes.core.errors import ProviderHTTPError
+from hermes.core.messages import Message, NativeRecord, Reasoning, Text, ToolCall, ToolResult
 from hermes.rejections import RetryState, classify, learned_for, recover
 from hermes.replay import Learned, blob_hash, plan_replay
-from hermes.resolve import Resolved, resolve
+from hermes.routing.resolve import Resolved, resolve
 from hermes.store import Store
 from hermes.wire import get_wire, openai_chat
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes.cli.replay import plan_report
-from hermes.messages import (
+from hermes.core.messages import (
     Message,
     NativeRecord,
     Reasoning,
@@ -18,8 +18,8 @@ from hermes.messages import (
     dumps,
 )
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD, Learned, blob_allowed, plan_replay
-from hermes.resolve import resolve
-from hermes.routes import CARRIERS, ROUTES
+from hermes.routing.resolve import resolve
+from hermes.routing.routes import CARRIERS, ROUTES
 
 MODELS = ["m-1", "m-2"]
 
@@ -169,8 +169,8 @@ def test_lookalike_origin_is_foreign():
 def test_cached_builds_equal_fresh_builds(history, targets, data):
     """A conversation's Builder never changes a byte: each growing prefix, on any route
     sequence and with lessons learned on the way, builds exactly what a fresh build does."""
+    from hermes.agent.provider import get_wire
     from hermes.builder import Builder
-    from hermes.provider import get_wire
     from hermes.replay import Settings
 
     builder = Builder()
@@ -198,7 +198,7 @@ def test_cached_estimates_equal_fresh_estimates(history, targets, data):
     reused, as the agent runs it) prices every growing prefix exactly as a fresh estimate does,
     on any route sequence and with lessons learned on the way."""
     from hermes.builder import Builder
-    from hermes.estimate import estimate_history, raw_plan_tokens
+    from hermes.builder.estimate import estimate_history, raw_plan_tokens
 
     builder = Builder()
     cuts = sorted(data.draw(st.lists(st.integers(0, len(history)), min_size=1, max_size=4)))

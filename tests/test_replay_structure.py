@@ -13,10 +13,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes.messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult, dumps
-from hermes.provider import get_wire
+from hermes.agent.provider import get_wire
+from hermes.core.messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult, dumps
 from hermes.replay import plan_replay
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
 
 BEDROCK_MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 ANTHROPIC_MODEL = "claude-opus-5"

@@ -1,7 +1,7 @@
 """Table tests: every route x every part kind, asserting present and absent keys exactly.
 
 The expected carrier sets are written out here from the product brief, independently of
-``hermes/routes.py``, so a wrong row fails.
+``hermes/routing/routes.py``, so a wrong row fails.
 """
 
 from __future__ import annotations
@@ -9,10 +9,18 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from hermes.messages import Message, NativeRecord, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.core.messages import (
+    Message,
+    NativeRecord,
+    Reasoning,
+    RouteKey,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD, Learned, Settings, plan_replay
-from hermes.resolve import resolve
-from hermes.routes import ROUTES
+from hermes.routing.resolve import resolve
+from hermes.routing.routes import ROUTES
 from hermes.wire.openai_chat import render_message
 
 RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
@@ -247,7 +255,7 @@ def test_switches_are_sent_whenever_thinking_is_on():
 
 
 def test_compaction_window_starts_at_the_latest_checkpoint():
-    from hermes.messages import Compaction
+    from hermes.core.messages import Compaction
 
     o = own("deepseek")
     history = [Message.user("old"), Message("assistant", (Reasoning("old thought", o), Text("a"))),

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes.errors import ConfigError, RouteError
-from hermes.resolve import host_matches, is_local_host, load_table, resolve
-from hermes.urlpolicy import check_base_url
+from hermes.config.urlpolicy import check_base_url
+from hermes.core.errors import ConfigError, RouteError
+from hermes.routing.resolve import host_matches, is_local_host, load_table, resolve
 
 
 @pytest.mark.parametrize("url,key", [

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes import provider
+from hermes.core.errors import ProviderHTTPError, StreamError, UnsupportedPart
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+from hermes.core.stream import fold
 from hermes.emulate.openai_responses import partial_blob, stream_events
-from hermes.errors import ProviderHTTPError, StreamError, UnsupportedPart
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.replay import PlannedMessage, ReplayPlan, Settings, plan_replay
-from hermes.resolve import resolve
-from hermes.stream import fold
+from hermes.routing.resolve import resolve
 from hermes.wire import ToolSpec
 from hermes.wire import openai_responses as wire
 

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.cli.sessions import session_table
-from hermes.messages import Message
+from hermes.core.messages import Message
 from hermes.store import Store
 from hermes.store.records import SessionInfo
 
@@ -173,9 +173,9 @@ def test_docs_and_code_cite_nothing_outside_the_repository() -> None:
 
 
 def session_with_turns(emulator: Any, home: Path, turns: int) -> str:
-    from hermes.agent import Agent
-    from hermes.resolve import resolve
-    from hermes.tools import ToolContext, load_toolbox
+    from hermes.agent.loop import Agent
+    from hermes.routing.resolve import resolve
+    from hermes.tools.builtins import ToolContext, load_toolbox
 
     store = Store(home / "state.db")
     sid = store.create_session(provider="deepseek", model="deepseek-v4")

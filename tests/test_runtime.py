@@ -1,4 +1,4 @@
-"""``hermes.runtime.Runtime``: the one object behind ``hermes chat``, its REPL and the gateway.
+"""``hermes.agent.runtime.Runtime``: the one object behind ``hermes chat``, its REPL and the gateway.
 
 What must hold, over real HTTP against the emulators and a real state.db:
 
@@ -24,15 +24,23 @@ import orjson
 import pytest
 from _harness import Hostile, gateway, hostile
 
-from hermes.config import Alias, Config, load_config
-from hermes.errors import ConfigError
-from hermes.events import AgentEvent, Compacted, Learned, Requested, Streamed, ToolFinished, Waiting
-from hermes.messages import Compaction
-from hermes.paths import routes_path
-from hermes.resolve import Resolved, load_table
-from hermes.runtime import Runtime
+from hermes.agent.runtime import Runtime
+from hermes.config.paths import routes_path
+from hermes.config.settings import Alias, Config, load_config
+from hermes.core.errors import ConfigError
+from hermes.core.events import (
+    AgentEvent,
+    Compacted,
+    Learned,
+    Requested,
+    Streamed,
+    ToolFinished,
+    Waiting,
+)
+from hermes.core.messages import Compaction
+from hermes.routing.resolve import Resolved, load_table
 from hermes.store import Store
-from hermes.tools import Tool, Toolbox
+from hermes.tools.builtins import Tool, Toolbox
 from hermes.wire import ToolSpec
 
 DEEPSEEK_KEY = "sk-deepseek-runtime-0001"

@@ -227,7 +227,7 @@ def test_a_paused_worker_whose_lease_was_taken_over_cannot_commit(fleet: Fleet) 
         with fleet.store() as s:
             fence = s.acquire_lease(sid, "intruder", 30)
             assert fence is not None and fence >= 2
-            from hermes.messages import Message
+            from hermes.core.messages import Message
             from hermes.store.lease import Lease
 
             s.append_turn(sid, [Message.user("intruder step")], fence=Lease(sid, "intruder", fence))

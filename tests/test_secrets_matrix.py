@@ -28,7 +28,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from hermes.routes import ROUTES, Route
+from hermes.routing.routes import ROUTES, Route
 from hermes.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from hermes import provider
+from hermes.core.errors import ProviderHTTPError
+from hermes.core.messages import Message, Reasoning, RouteKey, ToolCall, ToolResult
 from hermes.emulate import Emulator
-from hermes.errors import ProviderHTTPError
-from hermes.messages import Message, Reasoning, RouteKey, ToolCall, ToolResult
 from hermes.replay import Settings, plan_replay
-from hermes.resolve import Resolved, load_table, resolve
-from hermes.routes import ROUTES
+from hermes.routing.resolve import Resolved, load_table, resolve
+from hermes.routing.routes import ROUTES
 from hermes.wire import ToolSpec
 
 TOOLS = (ToolSpec("list_files", "List files", {"type": "object", "properties": {"path": {"type": "string"}}}),)

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes.errors import StoreError
-from hermes.messages import (
+from hermes.core.errors import StoreError
+from hermes.core.messages import (
     Compaction,
     Message,
     NativeRecord,
@@ -310,7 +310,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
+    from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
     from hermes.store import Store
     from hermes.store.pg import PgStore
 

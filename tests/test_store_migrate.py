@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 from _cli import cli
 
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult, dumps
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult, dumps
 from hermes.proxy import SqliteMemory, message_key, open_memory
 from hermes.store import Store
 from hermes.store.pg import PgStore

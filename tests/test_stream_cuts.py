@@ -18,9 +18,9 @@ from test_anthropic import _events as anthropic_events
 from test_gemini import _part
 from test_responses import _responses
 
+from hermes.core.stream import fold
 from hermes.emulate.openai_responses import stream_events
-from hermes.resolve import resolve
-from hermes.stream import fold
+from hermes.routing.resolve import resolve
 from hermes.wire import anthropic, gemini, openai_responses
 
 _cuts = st.lists(st.integers(0, 10**6), max_size=12)

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sse_cuts import fold_sse
 
-from hermes.errors import StreamError
-from hermes.messages import Reasoning, RouteKey, Text, ToolCall, dumps
-from hermes.provider import sse_events
-from hermes.stream import Accumulator, Response
+from hermes.agent.provider import sse_events
+from hermes.core.errors import StreamError
+from hermes.core.messages import Reasoning, RouteKey, Text, ToolCall, dumps
+from hermes.core.stream import Accumulator, Response
 from hermes.wire.openai_chat import ChatDecoder
 
 ORIGIN = RouteKey("openrouter", "openrouter.ai", "m", "openai_chat")

@@ -14,9 +14,9 @@ from _cli import CANARY
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.messages import ToolCall
-from hermes.terminal import PREVIEW_LINES, preview, printable
-from hermes.tools import ToolContext, load_toolbox
+from hermes.cli.terminal import PREVIEW_LINES, preview, printable
+from hermes.core.messages import ToolCall
+from hermes.tools.builtins import ToolContext, load_toolbox
 
 
 def _search(root: Path, **args: Any) -> str:

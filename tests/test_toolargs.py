@@ -13,9 +13,9 @@ from _plugin import install_plugin
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.messages import ToolCall
-from hermes.toolargs import check_args
-from hermes.tools import Tool, Toolbox, ToolContext, load_toolbox
+from hermes.core.messages import ToolCall
+from hermes.tools.args import check_args
+from hermes.tools.builtins import Tool, Toolbox, ToolContext, load_toolbox
 from hermes.wire import ToolSpec
 
 SCHEMA: dict[str, Any] = {
@@ -69,7 +69,7 @@ def test_builtin_tools_are_validated_too(tmp_path: Path) -> None:
 def test_entry_point_plugin_tools_are_validated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_plugin(
         tmp_path, monkeypatch, "hermes_count_plugin", "count",
-        "from hermes.tools import Tool\nfrom hermes.wire import ToolSpec\nRAN = []\n"
+        "from hermes.tools.builtins import Tool\nfrom hermes.wire import ToolSpec\nRAN = []\n"
         "SCHEMA = {'type': 'object', 'properties': {'n': {'type': 'integer', 'minimum': 0}}, 'required': ['n']}\n"
         "def tools():\n    return [Tool(ToolSpec('count', 'Count.', SCHEMA), lambda a, c: RAN.append(a) or str(a['n']))]\n")
     box = load_toolbox()
@@ -140,7 +140,7 @@ FLAT_ARGS = st.dictionaries(st.sampled_from("abcde"), LEAF | st.floats(-3, 3) | 
 def test_the_plain_fast_path_agrees_with_jsonschema(schema: dict[str, Any], args: dict[str, Any]) -> None:
     """The no-import fast path for flat schemas (the built-ins' shape) only ever says "valid"
     where jsonschema does; everything else gets jsonschema's verdict and text."""
-    from hermes.toolargs import _plainly_valid
+    from hermes.tools.args import _plainly_valid
 
     valid = jsonschema.Draft202012Validator(schema).is_valid(args)
     if _plainly_valid(schema, args):
@@ -149,7 +149,7 @@ def test_the_plain_fast_path_agrees_with_jsonschema(schema: dict[str, Any], args
 
 
 def test_the_builtin_tools_valid_calls_take_the_fast_path(tmp_path: Path) -> None:
-    from hermes.toolargs import _plainly_valid
+    from hermes.tools.args import _plainly_valid
 
     box = load_toolbox(ToolContext(cwd=tmp_path), plugins=False)
     specs = {s.name: s.parameters for s in box.specs}

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.builder import Builder
-from hermes.messages import Message, ToolCall, ToolResult, dumps
+from hermes.core.messages import Message, ToolCall, ToolResult, dumps
 from hermes.replay import ReplayPlan, plan_replay
-from hermes.resolve import resolve
-from hermes.toolids import base62, base62_prefix, extend_id_map, id_map, valid, wire_id
+from hermes.routing.resolve import resolve
+from hermes.routing.toolids import base62, base62_prefix, extend_id_map, id_map, valid, wire_id
 
 RULES = ("mistral", "anthropic")
 _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

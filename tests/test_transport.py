@@ -19,16 +19,16 @@ import orjson
 import pytest
 
 from hermes import provider
-from hermes.errors import (
+from hermes.core.errors import (
     AuthFailed,
     ProviderConnectionError,
     ProviderHTTPError,
     RateLimited,
     StreamError,
 )
-from hermes.messages import Message
-from hermes.resolve import resolve
-from hermes.transport import Transport
+from hermes.core.messages import Message
+from hermes.routing.resolve import resolve
+from hermes.transport.http import Transport
 
 CANARY = "canary-7f3a9c1e55d04b2b9e61"
 OK = orjson.dumps({"id": "x", "choices": [{"index": 0, "finish_reason": "stop",

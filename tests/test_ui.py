@@ -21,13 +21,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from hermes.config import Config
+from hermes.config.settings import Config
+from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult, blob_hash
 from hermes.gateway.app import GatewayOptions, create_app
-from hermes.logs import plan_summary
-from hermes.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult, blob_hash
 from hermes.replay import plan_replay
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
 from hermes.store import Store
+from hermes.store.requestlog import plan_summary
 from hermes.ui import create_ui
 from hermes.ui.auth import is_loopback_host, safe_next
 from hermes.ui.data import request_matrix
@@ -104,7 +104,7 @@ def test_gateway_mounts_the_ui_behind_its_token_and_the_api_ignores_the_cookie(s
 
 
 def _no_tools() -> Any:
-    from hermes.tools import Toolbox
+    from hermes.tools.builtins import Toolbox
 
     return Toolbox([])
 
@@ -268,8 +268,8 @@ def test_hermes_ui_prints_a_loopback_url_and_serves_this_home(store: Store, herm
 
 
 def test_checkpoint_is_drawn_and_the_matrix_cuts_what_it_replaced(store: Store) -> None:
-    from hermes.logs import log_event
-    from hermes.messages import Compaction
+    from hermes.core.messages import Compaction
+    from hermes.store.requestlog import log_event
 
     sid = store.list_sessions()[0].id
     ds = RouteKey("deepseek", "api.deepseek.com", "deepseek-v4", "openai_chat")
@@ -362,7 +362,7 @@ def test_matrix_cells_escape_what_the_log_says(store: Store, tmp_path: Path) -> 
 
 
 def test_timeline_shows_native_records_as_kind_size_and_hash_never_the_value(store: Store) -> None:
-    from hermes.messages import NativeRecord
+    from hermes.core.messages import NativeRecord
 
     sid = store.list_sessions()[0].id
     gem = RouteKey("gemini", "generativelanguage.googleapis.com", "gemini-3-pro-preview", "gemini")

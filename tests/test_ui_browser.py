@@ -28,7 +28,7 @@ import httpx
 import orjson
 import pytest
 
-from hermes.messages import Reasoning, blob_hash
+from hermes.core.messages import Reasoning, blob_hash
 from hermes.store import Store
 
 CHROMIUM = os.environ.get("HERMES_CHROMIUM", "/usr/bin/chromium")

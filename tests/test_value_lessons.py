@@ -82,7 +82,7 @@ def test_replay_body_shows_the_value_lessons(tmp_path: Path, emulator: Any) -> N
     cli(tmp_path, "chat", "-q", "hello", "-p", "openai-responses", "-m", "gpt-5.1", "-u", url,
         "--effort", "minimal", "--api-key", "k")
     history = tmp_path / "h.jsonl"
-    from hermes.messages import Message, dumps
+    from hermes.core.messages import Message, dumps
 
     history.write_bytes(dumps(Message.user("hi")) + b"\n")
     body = orjson.loads(cli(tmp_path, "replay", str(history), "-p", "openai-responses", "-m", "gpt-5.1", "-u", url,

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from hermes.emulate.anthropic_rules import mint_signature
-from hermes.resolve import resolve
+from hermes.routing.resolve import resolve
 
 TOOL_TURN = [{"role": "user", "content": "read it"},
              {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file",

@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 import pytest
 
-from hermes.errors import StreamError, UnsupportedPart
-from hermes.messages import (
+from hermes.core.errors import StreamError, UnsupportedPart
+from hermes.core.messages import (
     Compaction,
     Message,
     NativeRecord,
@@ -18,9 +18,9 @@ from hermes.messages import (
     ToolCall,
     ToolResult,
 )
+from hermes.core.stream import Accumulator, FinishDelta, NativeDelta, ReasoningDelta, Response
 from hermes.replay import Settings, plan_replay
-from hermes.resolve import Resolved, resolve
-from hermes.stream import Accumulator, FinishDelta, NativeDelta, ReasoningDelta, Response
+from hermes.routing.resolve import Resolved, resolve
 from hermes.wire import ToolSpec
 from hermes.wire.openai_chat import (
     SUMMARY_PREFIX,

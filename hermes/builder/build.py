@@ -11,12 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import StoreError
-from ..estimate import basis_for, message_cost, raw_plan_tokens
-from ..history import latest_checkpoint, open_loop_start, window
-from ..logs import Summary, Tally, log_event, message_summary, plan_summary, tally
-from ..messages import Message, Reasoning
-from ..provider import Exchange, build_body, send, with_values
+from ..agent.provider import Exchange, build_body, send, with_values
+from ..core.errors import StoreError
+from ..core.history import latest_checkpoint, open_loop_start, window
+from ..core.messages import Message, Reasoning
 from ..replay import Learned, PlannedMessage, ReplayPlan, Run, Settings, plan_replay
 from ..replay.planner import (
     ids_hit,
@@ -31,17 +29,19 @@ from ..replay.planner import (
     without_reasoning,
 )
 from ..replay.structure import close, mark_from, marked, turn_sides
-from ..resolve import Resolved
-from ..toolids import extend_id_map
+from ..routing.resolve import Resolved
+from ..routing.toolids import extend_id_map
+from ..store.requestlog import Summary, Tally, log_event, message_summary, plan_summary, tally
 from ..wire import ToolSpec, get_wire
+from .estimate import basis_for, message_cost, raw_plan_tokens
 from .kept import chain_of, closing_side, matching, merged, state_of
 from .memo import BuildMemo, Key, context, digests, render_context, render_with, shared_prefix
 
 if TYPE_CHECKING:
+    from ..core.stream import Delta
     from ..rejections.values import ValueRule
     from ..store import RunRow, SessionStore
-    from ..stream import Delta
-    from ..transport import Transport
+    from ..transport.http import Transport
 
 __all__ = ["Builder"]
 
@@ -49,7 +49,7 @@ __all__ = ["Builder"]
 class Builder:
     """Plans, bodies, token costs and log summaries of one conversation's requests, each the
     pure build's (``plan_replay`` + the wire), reusing what earlier requests built. Not
-    shared between threads (``hermes.hot`` hands one out per turn)."""
+    shared between threads (``hermes.builder.hot`` hands one out per turn)."""
 
     __slots__ = ("memo",)
 

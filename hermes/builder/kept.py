@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..logs import Tally
 from ..replay import Run
+from ..store.requestlog import Tally
 
 if TYPE_CHECKING:
     from ..store import RunRow

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from ..messages import Message, digest_of
+from ..core.messages import Message, digest_of
 from ..replay import PlannedMessage, Run
 
 __all__ = ["FORMAT", "BuildMemo", "context", "digests", "render_context", "render_with", "serialised",

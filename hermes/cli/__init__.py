@@ -74,7 +74,7 @@ def cli() -> None:
 
 def fail(message: str, hint: str = "") -> None:
     """Print one error line (and a hint) to stderr and exit 1."""
-    from ..terminal import printable
+    from .terminal import printable
 
     click.echo(printable(f"hermes: error: {message}"), err=True)
     if hint:
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def _main(argv: list[str] | None) -> Any:
-    from ..errors import HermesError, redact
+    from ..core.errors import HermesError, redact
 
     try:
         return cli.main(args=argv, prog_name="hermes", standalone_mode=True)

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from ..paths import routes_path
-from ..resolve import Resolved, Table, load_table, resolve
-from ..routes import Route
+from ..config.paths import routes_path
+from ..routing.resolve import Resolved, Table, load_table, resolve
+from ..routing.routes import Route
 
 __all__ = ["echo_json", "ignored_key_warning", "resolve_cli", "route_table"]
 

@@ -13,7 +13,7 @@ from .progress import Activity
 from .url_option import BASE_URL
 
 if TYPE_CHECKING:
-    from ..events import AgentEvent
+    from ..core.events import AgentEvent
 
 __all__ = ["chat"]
 
@@ -51,7 +51,7 @@ class _Printer:
         self.activity = Activity()
 
     def __call__(self, event: AgentEvent) -> None:
-        from ..events import (
+        from ..core.events import (
             Compacted,
             Compacting,
             Learned,
@@ -61,8 +61,8 @@ class _Printer:
             ToolFinished,
             Waiting,
         )
-        from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
-        from ..terminal import printable
+        from ..core.stream import ReasoningDelta, TextDelta, ToolCallDelta
+        from .terminal import printable
 
         if isinstance(event, Waiting):
             self.activity.stop()
@@ -110,7 +110,7 @@ class _Printer:
         elif isinstance(event, ToolFinished):
             import shutil
 
-            from ..terminal import preview
+            from .terminal import preview
 
             r = event.result
             status = "error" if r.is_error else f"{len(r.content):,} chars"
@@ -159,7 +159,7 @@ def _piped_text() -> str | None:
     a terminal, ``/dev/null`` or no stdin. Refused past ``STDIN_LIMIT``."""
     import stat
 
-    from ..errors import HermesError
+    from ..core.errors import HermesError
 
     try:
         mode = os.fstat(0).st_mode
@@ -176,7 +176,7 @@ def _piped_text() -> str | None:
 
 def _failure(e: Exception, sid: str | None) -> dict[str, Any]:
     """The JSON object ``chat --json`` prints when the turn fails (texts already redacted)."""
-    from ..errors import HermesError, ProviderHTTPError, redact
+    from ..core.errors import HermesError, ProviderHTTPError, redact
 
     if isinstance(e, HermesError):
         message, hint = str(e), e.hint
@@ -195,7 +195,7 @@ def _confirm(command: str) -> bool:
 
 def _confirm_write(name: str, diff: str) -> bool:
     """The diff, then the user's yes or no; Ctrl-C here cancels the whole turn."""
-    from ..terminal import printable
+    from .terminal import printable
 
     for line in printable(diff).splitlines():
         colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
@@ -207,7 +207,7 @@ def _confirm_write(name: str, diff: str) -> bool:
 
 def _effort(value: str | None) -> str | None:
     """``--effort`` checked as config.toml's ``effort`` is, with a did-you-mean."""
-    from ..config import EFFORTS, effort_hint
+    from ..config.settings import EFFORTS, effort_hint
 
     if value is None or value in EFFORTS:
         return value
@@ -277,10 +277,10 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
     edit_file (--allow-writes), plugins, and every
     MCP server in config.toml as SERVER__tool (`hermes mcp list`).
     """
-    from ..errors import HermesError
-    from ..keys import KeyMissing
-    from ..runtime import Runtime
-    from ..tools import ToolContext, load_toolbox
+    from ..agent.runtime import Runtime
+    from ..config.keys import KeyMissing
+    from ..core.errors import HermesError
+    from ..tools.builtins import ToolContext, load_toolbox
     from ._common import echo_json, ignored_key_warning
     from .model_notice import unprofiled
 
@@ -312,7 +312,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
             os.environ["HERMES_EMULATE"] = "1"
         runtime = Runtime.load()
         if runtime.emulate:
-            from ..emulated import check_running
+            from ..routing.emulated import check_running
 
             check_running(runtime.emulate)
         config = runtime.config
@@ -338,7 +338,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         printer = _Printer(quiet=as_json, show_reasoning=show_reasoning)
         sources = []
         if config.mcp_servers:  # started when the first request lists tools; stopped at exit
-            from ..mcp_tools import McpHub
+            from ..tools.mcp import McpHub
 
             sources.append(McpHub(config.mcp_servers, on_event=printer))
         agent = runtime.agent(load_toolbox(ctx, sources=sources), api_key=key, on_event=printer,

@@ -73,12 +73,12 @@ def gateway(host: str, port: int, max_body: int, lock_wait: float, lock_ttl: flo
     Many workers, many hosts: one PostgreSQL store, one lease per session (docs/scale.md).
     HERMES_DATABASE_URL=postgresql://hermes@db/hermes hermes gateway --workers 4
     """
-    from ..config import load_config
-    from ..errors import HermesError
+    from ..config.settings import load_config
+    from ..config.urlpolicy import normalise_allowlist
+    from ..core.errors import HermesError
     from ..gateway.app import GatewayOptions
     from ..gateway.server import check_bind, gateway_token, serve
     from ..store import open_store
-    from ..urlpolicy import normalise_allowlist
 
     config = load_config()
     try:

@@ -17,7 +17,7 @@ import click
 from ._common import route_table
 
 if TYPE_CHECKING:
-    from ..routes import Route
+    from ..routing.routes import Route
 
 __all__ = ["keys"]
 
@@ -38,7 +38,7 @@ def keys() -> None:
 
 def read_secret(prompt: str) -> str:
     """A key from the terminal without echo, or the first line of piped stdin; refused when empty."""
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
 
     if sys.stdin is not None and sys.stdin.isatty():
         value = click.prompt(prompt, hide_input=True, err=True, default="", show_default=False)
@@ -52,7 +52,7 @@ def read_secret(prompt: str) -> str:
 
 def takes_a_key(route: Route) -> None:
     """Refuse a route that signs with the AWS chain: a key given for it would never be sent."""
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
 
     if route.auth == "aws":
         raise ConfigError(f"{route.label} takes no key: it signs requests with the AWS credential chain",
@@ -64,9 +64,9 @@ def takes_a_key(route: Route) -> None:
 @click.argument("provider")
 def set_key(provider: str) -> None:
     """Save PROVIDER's key (asked without echo, or read from stdin), replacing a saved one."""
-    from ..keyfile import save_key
-    from ..keys import check_key
-    from ..resolve import route_named
+    from ..config.keyfile import save_key
+    from ..config.keys import check_key
+    from ..routing.resolve import route_named
 
     route = route_named(route_table(), provider)
     takes_a_key(route)
@@ -82,8 +82,8 @@ def set_key(provider: str) -> None:
 @keys.command("list")
 def list_keys() -> None:
     """Each route with a key, where it comes from (variable or keys file), masked."""
-    from ..keyfile import keys_path, mask, saved_keys
-    from ..keys import key_source
+    from ..config.keyfile import keys_path, mask, saved_keys
+    from ..config.keys import key_source
 
     saved = saved_keys()
     rows = []
@@ -109,8 +109,8 @@ def list_keys() -> None:
 @click.argument("provider")
 def remove(provider: str) -> None:
     """Remove PROVIDER's saved key."""
-    from ..keyfile import remove_key
-    from ..resolve import route_named
+    from ..config.keyfile import remove_key
+    from ..routing.resolve import route_named
 
     route = route_named(route_table(), provider)
     click.echo(f"removed the saved key for {route.key}" if remove_key(route.key)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..logs import SHORT_NAMES, carried_summary
+from ..store.requestlog import SHORT_NAMES, carried_summary
 
 __all__ = ["format_record", "logs"]
 
@@ -67,11 +67,11 @@ def logs(follow: bool, session: str | None, lines: int, as_json: bool) -> None:
     values, never keys). The log lives in $HERMES_HOME/logs/hermes.log."""
     import orjson
 
-    from ..logs import LOG_NAME, read_log
-    from ..paths import logs_dir
+    from ..config.paths import logs_dir
+    from ..store.requestlog import LOG_NAME, read_log
 
     def show(rec: Mapping[str, Any]) -> None:
-        from ..terminal import printable
+        from .terminal import printable
 
         click.echo(orjson.dumps(rec).decode() if as_json else printable(format_record(rec)))
 

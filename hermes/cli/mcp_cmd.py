@@ -23,8 +23,8 @@ def list_(as_json: bool) -> None:
 
     Exits 1 when a server fails to start, so a script can check a config.
     """
-    from ..config import load_config
-    from ..mcp_tools import McpHub, tool_name
+    from ..config.settings import load_config
+    from ..tools.mcp import McpHub, tool_name
 
     config = load_config()
     if not config.mcp_servers:

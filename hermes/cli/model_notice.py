@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from ..models import ProfileRow, matching_rows, model_key
+from ..routing.models import ProfileRow, matching_rows, model_key
 from .models import example_id
 
 __all__ = ["unprofiled"]

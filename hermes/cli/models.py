@@ -1,7 +1,7 @@
 """``hermes models`` / ``hermes models explain``: the model facts Hermes knows, and what it
 sends for one model on one route, with where each fact comes from.
 
-The list is the profile table (``hermes.models``: built-in rows and ``routes.toml``'s
+The list is the profile table (``hermes.routing.models``: built-in rows and ``routes.toml``'s
 ``[[model]]`` rows, each resolved for an example id of its family) plus what routes taught at
 run time (the capability ledger). ``explain`` resolves a model on a route and shows the request
 fields a thinking and a non-thinking request carry — the very bodies the wire builds — with
@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from ..models import PROFILE_FIELDS
+from ..routing.models import PROFILE_FIELDS
 from ._common import echo_json, resolve_cli, route_table
 from .routes import profile_dict
 
@@ -42,7 +42,7 @@ def _learned(store_rows: list[Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _ledger() -> list[Any]:
-    from ..paths import db_path
+    from ..config.paths import db_path
     from ..store import open_store, store_url
 
     if not store_url() and not db_path().exists():
@@ -52,7 +52,7 @@ def _ledger() -> list[Any]:
 
 
 def _families() -> list[dict[str, Any]]:
-    from ..models import profile_for
+    from ..routing.models import profile_for
 
     table = route_table()
     out = []
@@ -105,8 +105,8 @@ def models(ctx: click.Context, as_json: bool) -> None:
 def _bodies(res: Any, effort: str | None) -> dict[str, Any]:
     """The thinking controls of a request that thinks and one that does not, as the wire
     builds them (with the learned value lessons applied), and the headers it adds."""
-    from ..messages import Message
-    from ..provider import build_body, get_wire
+    from ..agent.provider import build_body, get_wire
+    from ..core.messages import Message
     from ..rejections import ValueRule, apply_values
     from ..rejections.values import with_lessons
     from ..replay import Settings, plan_replay
@@ -144,7 +144,7 @@ def explain(model: str, provider: str | None, base_url: str | None, effort: str 
     """What Hermes sends for MODEL on a route, and why: the profile rows that match it (with
     their sources), the route's rules for it, the thinking fields of a request with thinking
     on and off, and what the route taught at run time."""
-    from ..models import matching_rows
+    from ..routing.models import matching_rows
 
     table = route_table()
     rows = matching_rows(model, table.profiles)
@@ -160,7 +160,7 @@ def explain(model: str, provider: str | None, base_url: str | None, effort: str 
                          "why": list(res.why)}
         data["request"] = _bodies(res, effort)
     else:
-        from ..models import profile_for
+        from ..routing.models import profile_for
 
         data["profile"] = profile_dict(profile_for(model, table.profiles))
     if as_json:

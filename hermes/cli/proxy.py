@@ -75,10 +75,10 @@ def proxy(host: str | None, port: int | None, upstream: tuple[str, ...], memory_
     Many workers, many hosts: the memory lives in the session store (docs/scale.md).
     HERMES_DATABASE_URL=postgresql://hermes@db/hermes hermes proxy --workers 4
     """
-    from ..config import load_config
-    from ..paths import routes_path
+    from ..config.paths import routes_path
+    from ..config.settings import load_config
     from ..proxy import Bounds, ProxyOptions, open_memory
-    from ..resolve import load_table
+    from ..routing.resolve import load_table
     from ..store import Store, open_store
     config = load_config()
     cfg = config.proxy
@@ -132,11 +132,11 @@ def _dry_run(path: Path, route: str, key_env: str | None, options: Any, bounds: 
 
     import orjson
 
-    from ..errors import HistoryError
+    from ..core.errors import HistoryError
     from ..proxy import open_memory, tenant_of
     from ..proxy.app import prepare, route_row
     from ..rejections import learned_for
-    from ..resolve import resolve
+    from ..routing.resolve import resolve
     from ..serving.http import ApiError
     from ..store import open_store
 

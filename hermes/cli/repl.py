@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import ConfigError, HermesError
-from ..terminal import printable
-from ..urlpolicy import check_base_url
+from ..config.urlpolicy import check_base_url
+from ..core.errors import ConfigError, HermesError
 from .model_notice import unprofiled
+from .terminal import printable
 
 if TYPE_CHECKING:
-    from ..agent import Agent
-    from ..resolve import Resolved
-    from ..routes import Route
-    from ..runtime import Runtime
+    from ..agent.loop import Agent
+    from ..agent.runtime import Runtime
+    from ..routing.resolve import Resolved
+    from ..routing.routes import Route
     from .chat import _Printer
 
 __all__ = ["run_repl"]
@@ -45,7 +45,7 @@ def _lines() -> Iterator[str]:
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
 
-    from ..paths import user_dir
+    from ..config.paths import user_dir
 
     kb = KeyBindings()
 
@@ -79,8 +79,8 @@ def _keyish_command(line: str) -> bool:
 def show_error(e: HermesError) -> None:
     """An error and its hint, as ``hermes chat -q`` prints them, but with the REPL's way to fix
     a missing or refused key (``/key``) where the CLI names ``--api-key``."""
-    from ..errors import AuthFailed
-    from ..keys import KeyMissing
+    from ..config.keys import KeyMissing
+    from ..core.errors import AuthFailed
 
     hint = e.hint
     if isinstance(e, KeyMissing):
@@ -95,8 +95,8 @@ def show_error(e: HermesError) -> None:
 
 def _ask_key(route: Route) -> str:
     """A key typed at a no-echo prompt (never piped input, never the command line), checked."""
-    from ..errors import register_secret
-    from ..keys import check_key
+    from ..config.keys import check_key
+    from ..core.errors import register_secret
     from .keys_cmd import read_secret, takes_a_key
 
     route_key = route.key
@@ -173,7 +173,7 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                     given_keys[resolved.route.key] = value
                     agent.api_key = runtime.key(resolved, value)
                     if arg == "save":
-                        from ..keyfile import save_key
+                        from ..config.keyfile import save_key
 
                         path = save_key(resolved.route.key, value)
                         click.echo(f"key for {resolved.route.key} saved in {path} (0600) and used now", err=True)
@@ -183,7 +183,7 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                 elif cmd == "/effort":
                     from dataclasses import replace
 
-                    from ..config import EFFORTS, effort_hint
+                    from ..config.settings import EFFORTS, effort_hint
 
                     if not arg:
                         click.echo(f"effort: {agent.settings.effort or 'the route default'} "
@@ -195,7 +195,7 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
                     agent.settings = replace(agent.settings, effort=arg)
                     click.echo(f"effort {arg} for the next turns", err=True)
                 elif cmd == "/undo":
-                    from ..edits import undo
+                    from ..tools.edits import undo
 
                     done = undo(agent.toolbox.ctx.changes)
                     click.echo("\n".join(done) + "\n(the model is not told: say so if it matters)" if done

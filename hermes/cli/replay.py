@@ -15,7 +15,7 @@ __all__ = ["plan_report", "replay"]
 
 
 def _describe_part(p: Any) -> dict[str, Any]:
-    from ..messages import Reasoning, part_to_dict
+    from ..core.messages import Reasoning, part_to_dict
     from ..replay import blob_hash
 
     if isinstance(p, Reasoning):
@@ -29,7 +29,7 @@ def _describe_part(p: Any) -> dict[str, Any]:
 def plan_report(plan: Any) -> dict[str, Any]:
     """The plan as JSON-able data: per assistant message, exact fields and per-part reasons;
     other messages only where the plan repaired the turn structure around them."""
-    from ..messages import Reasoning
+    from ..core.messages import Reasoning
 
     out = []
     for m in plan.messages:
@@ -57,8 +57,8 @@ def plan_report(plan: Any) -> dict[str, Any]:
 
 def _load_history(source: str) -> tuple[list[Any], Any]:
     """(history, session info or None) from a JSONL file or a stored session id."""
-    from ..errors import HistoryError, StoreError
-    from ..messages import load_jsonl
+    from ..core.errors import HistoryError, StoreError
+    from ..core.messages import load_jsonl
 
     path = Path(source)
     if path.exists():
@@ -67,7 +67,7 @@ def _load_history(source: str) -> tuple[list[Any], Any]:
                 return load_jsonl(f, source=str(path)), None
         except OSError as e:
             raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
-    from ..paths import db_path
+    from ..config.paths import db_path
     from ..store import open_store
 
     if not db_path().exists():
@@ -83,7 +83,7 @@ def _load_history(source: str) -> tuple[list[Any], Any]:
 def _learned(info: Any, target: Any) -> Any:
     """What earlier rejections taught about ``target``: the session's lessons (when SOURCE is a
     session) plus the global ledger — exactly what the next real request would apply."""
-    from ..paths import db_path
+    from ..config.paths import db_path
     from ..rejections import learned_for
     from ..replay import Learned
     from ..store import open_store, store_url
@@ -96,7 +96,7 @@ def _learned(info: Any, target: Any) -> Any:
 
 def _values(target: Any) -> Any:
     """The value lessons of ``target`` in the ledger (what the next real request applies)."""
-    from ..paths import db_path
+    from ..config.paths import db_path
     from ..rejections import values_for
     from ..store import open_store, store_url
 
@@ -131,8 +131,8 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     if model is None and info is None:
         raise click.UsageError("--model is required when SOURCE is a file")
     if info is not None and (model is None or (provider is None and base_url is None and model == info.model)):
-        from ..config import load_config
-        from ..runtime import choose_route
+        from ..agent.runtime import choose_route
+        from ..config.settings import load_config
 
         target = choose_route(load_config(), route_table(), provider=provider, model=model, base_url=base_url,
                               session=info)
@@ -142,7 +142,7 @@ def replay(source: str, provider: str | None, model: str, base_url: str | None, 
     learned = _learned(info, target)
     plan = plan_replay(history, target, learned, settings=settings)
     if show_body:
-        from ..provider import get_wire
+        from ..agent.provider import get_wire
         from ..rejections import apply_values
 
         body = get_wire(target.route.wire).to_wire(plan, tools=(), settings=settings, stream=False)

@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from ..logs import SHORT_NAMES
-from ..models import Profile
-from ..routes import Route
+from ..routing.models import Profile
+from ..routing.routes import Route
+from ..store.requestlog import SHORT_NAMES
 from ._common import echo_json, resolve_cli, route_table
 from .routes_learned import forget, learned
 from .url_option import BASE_URL
@@ -136,7 +136,7 @@ def _short(table: Sequence[Route]) -> None:
     import shutil
     import textwrap
 
-    from ..terminal import printable
+    from .terminal import printable
 
     rows = [("route (-p)", "wire", "sent back", "what")]
     rows += [(r.key, r.wire, goes_back(r), r.label) for r in table]

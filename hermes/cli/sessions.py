@@ -63,7 +63,7 @@ def session_table(rows: Sequence[Any], width: int) -> list[str]:
     """Lines of ``sessions list`` no wider than ``width`` (when it is at least 14): ids are what
     people copy, so they are never cut or wrapped — route/model and title give way, then the
     date and branch columns are dropped."""
-    from ..terminal import printable
+    from .terminal import printable
 
     branches = any(s.parent_id for s in rows)
     fixed = [("id", 12), ("msgs", 4)]
@@ -103,8 +103,8 @@ def session_table(rows: Sequence[Any], width: int) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (blobs as kind, length and hash).")
 def show(session_id: str, reasoning: bool, as_json: bool) -> None:
     """Every message with its reasoning carriers: origin, field lengths, blob hashes."""
-    from ..terminal import printable
-    from ..views import describe_part, session_view
+    from ..store.views import describe_part, session_view
+    from .terminal import printable
 
     store = _store()
     if as_json:
@@ -149,7 +149,7 @@ def branch(session_id: str, upto: int | None, title: str, as_json: bool) -> None
 @click.option("--budget", type=int, help="Target context budget in tokens.")
 def compress(session_id: str, api_key: str | None, budget: int | None) -> None:
     """Summarise older turns into a checkpoint; kept turns keep every reasoning carrier."""
-    from ..runtime import Runtime
+    from ..agent.runtime import Runtime
     from .progress import working
 
     runtime = Runtime.load()
@@ -171,7 +171,7 @@ def export(session_id: str, output: Path | None, form: str) -> None:
     store = _store()
     info = store.get_session(session_id)
     if form == "md":
-        from ..markdown import session_markdown
+        from .markdown import session_markdown
 
         lines = [session_markdown(info, store.load(info.id)).encode()]
     else:

@@ -31,8 +31,8 @@ def migrate(to: str, source: Path | None) -> None:
     hermes store migrate --to postgresql://hermes@db.internal/hermes
     export HERMES_DATABASE_URL=postgresql://hermes@db.internal/hermes
     """
-    from ..errors import StoreError, register_secret
-    from ..paths import db_path
+    from ..config.paths import db_path
+    from ..core.errors import StoreError, register_secret
     from ..store.copy import copy_store
     from ..store.db import Store
     from ..store.pg import PgStore

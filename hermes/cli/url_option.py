@@ -1,6 +1,6 @@
 """Options that name a base URL (``--base-url``, ``--upstream``, ``--allow-base-url``), checked
 where they enter: a bad URL is a usage error (exit 2) naming the option, before anything is
-resolved, sent or stored. The rules are ``hermes.urlpolicy``'s."""
+resolved, sent or stored. The rules are ``hermes.config.urlpolicy``'s."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ __all__ = ["BASE_URL", "url_problem"]
 def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a base URL, or None; the text never repeats the URL, which may
     hold a password."""
-    from ..errors import RouteError
-    from ..urlpolicy import check_base_url
+    from ..config.urlpolicy import check_base_url
+    from ..core.errors import RouteError
 
     try:
         check_base_url(url, "it")

@@ -1,6 +1,6 @@
 """Who may call an emulator, and with which models: the 404s and 401s of the real providers.
 
-A personality knows a model when a Hermes profile row matches it (``hermes.models``), when it is
+A personality knows a model when a Hermes profile row matches it (``hermes.routing.models``), when it is
 one of the personality's own models (its ``GET /models`` list), or when it was added with
 ``EmulatorState.add_models`` / ``POST /_control/NAME {"models": [...]}`` (globs). Anything else
 is answered as the provider answers an unknown model. Keys: any non-empty key is accepted unless
@@ -17,7 +17,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
-from ..models import matching_rows, model_key
+from ..routing.models import matching_rows, model_key
 
 __all__ = ["Access", "bad_key", "key_of", "refusal", "unknown_model"]
 

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..toolids import base62
+from ..routing.toolids import base62
 from .access import refusal
 from .chat_errors import error_body
 from .chat_rules import (

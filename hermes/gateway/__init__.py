@@ -4,7 +4,7 @@ step, so several gateway processes can serve one store. See ``docs/gateway.md``.
 
 from __future__ import annotations
 
-from ..views import blob_summary, session_view
+from ..store.views import blob_summary, session_view
 from .app import GatewayOptions, GatewayState, create_app
 from .locks import Busy, SessionLocks
 from .server import serve

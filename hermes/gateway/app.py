@@ -7,7 +7,7 @@ Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when
   one user turn (tool loop included): JSON, or an SSE stream of the turn's events;
 * ``GET /v1/sessions/{id}`` — ``session_view``: messages, reasoning visible, blobs summarised;
 * ``POST /v1/sessions/{id}/branch`` — ``{upto_seq?, title?}`` → the new session;
-* ``POST /v1/sessions/{id}/compress`` — ``{keep_last?}`` → ``hermes.compaction.compress_session``;
+* ``POST /v1/sessions/{id}/compress`` — ``{keep_last?}`` → ``hermes.agent.compaction.compress_session``;
 * ``POST /v1/chat/completions`` — OpenAI facade, session named by ``X-Hermes-Session`` or
   created on first use (``compat``); ``GET /v1/models``;
 * ``GET /healthz``;
@@ -18,9 +18,9 @@ throttled failures; JSON bodies are bounded in size and time (``serving.http.rea
 ``base_url`` must be a route default or allowlisted (``check_client_url``).
 
 Sessions are opened, switched, compressed and run through the process's one
-``hermes.runtime.Runtime`` — the same object ``hermes chat`` uses — so a gateway turn and a CLI
+``hermes.agent.runtime.Runtime`` — the same object ``hermes chat`` uses — so a gateway turn and a CLI
 turn choose routes, budgets and leases alike. Nothing here holds session state between requests
-that the store does not also hold (``hermes.hot`` only skips reloading it), so any number of
+that the store does not also hold (``hermes.builder.hot`` only skips reloading it), so any number of
 gateway processes can serve one ``state.db``. Provider keys come from
 the server's environment (``keys.find_key``), never from a request. See docs/security.md.
 """
@@ -45,21 +45,21 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
-from ..config import Config
-from ..errors import redact
-from ..events import EventSink
-from ..hot import HotSessions
-from ..paths import routes_path
-from ..resolve import Resolved, load_table
-from ..runtime import Runtime, explicit_url
+from ..agent.runtime import Runtime, explicit_url
+from ..builder.hot import HotSessions
+from ..config.paths import routes_path
+from ..config.settings import Config
+from ..core.errors import redact
+from ..core.events import EventSink
+from ..routing.resolve import Resolved, load_table
 from ..serving.guard import HostOriginGuard, allowed_hosts
 from ..serving.http import ApiError, AuthThrottle, error_response, json_response, read_json
 from ..serving.http import field as body_field
 from ..store import SessionInfo, SessionStore
 from ..store.lease import Lease
-from ..tools import Toolbox, ToolContext, load_toolbox
-from ..transport import Transport
-from ..views import session_view
+from ..store.views import session_view
+from ..tools.builtins import Toolbox, ToolContext, load_toolbox
+from ..transport.http import Transport
 from .failures import answer_error, from_exception
 from .idempotency import IdempotencyCache
 from .locks import SessionLocks, Take
@@ -137,8 +137,8 @@ class GatewayState:
 
     def check_client_url(self, resolved: Resolved, base_url: str | None) -> None:
         """A base URL named by a client must be the route's default or allowlisted: the server's
-        provider key for that route is sent there (see ``hermes.urlpolicy``)."""
-        from ..urlpolicy import base_url_allowed
+        provider key for that route is sent there (see ``hermes.config.urlpolicy``)."""
+        from ..config.urlpolicy import base_url_allowed
 
         if not base_url:
             return
@@ -197,7 +197,7 @@ class GatewayState:
 
     def require_session(self, session_id: str) -> SessionInfo:
         """The session with exactly this id (no prefix matching over HTTP), else 404."""
-        from ..errors import StoreError
+        from ..core.errors import StoreError
 
         try:
             info = self.store.get_session(session_id)

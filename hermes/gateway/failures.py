@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from ..compaction import CompactionError
-from ..errors import (
+from ..agent.compaction import CompactionError
+from ..core.errors import (
     ConfigError,
     HermesError,
     HistoryError,
@@ -61,7 +61,7 @@ def answer_error(e: BaseException, path: str, *, openai: bool = False) -> Respon
     OpenAI's; an internal error is logged (redacted) as well."""
     err = from_exception(e)
     if err.status >= 500 and err.type == "internal":
-        from ..logs import log_event
+        from ..store.requestlog import log_event
 
         log_event("gateway_error", path=path, error=redact(f"{type(e).__name__}: {e}"))
     if openai:

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import anyio.to_thread
 
-from ..logs import log_event
 from ..store.lease import Lease
+from ..store.requestlog import log_event
 
 if TYPE_CHECKING:
     from ..store import SessionInfo, SessionStore

@@ -14,8 +14,8 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..config import Config
-from ..errors import ConfigError
+from ..config.settings import Config
+from ..core.errors import ConfigError
 from ..serving.listen import bind, is_loopback, run_announced
 from ..serving.protocol import server_config
 from .app import GatewayOptions, create_app
@@ -48,7 +48,7 @@ def check_bind(host: str, token: str | None) -> None:
 
 def gateway_token(config: Config) -> str | None:
     """``HERMES_GATEWAY_TOKEN`` wins over config.toml ``[gateway] token``."""
-    from ..errors import register_secret
+    from ..core.errors import register_secret
 
     token = os.environ.get("HERMES_GATEWAY_TOKEN") or config.gateway_token or None
     if token:

@@ -10,7 +10,7 @@ its end and commits, and the lock is still released. A JSON turn needs no task o
 The agent commits each step in one transaction, and the worker thread cannot be cancelled,
 so a turn is never cut between its store writes by anything short of a killed process.
 
-Agent events (typed, ``hermes.events``; called on the worker thread) become ``(event, data)`` pairs on an asyncio
+Agent events (typed, ``hermes.core.events``; called on the worker thread) become ``(event, data)`` pairs on an asyncio
 queue: ``reasoning`` / ``text`` deltas, ``tool_call`` (whole, once the model's response is
 complete), ``tool_result``, ``learned``, then ``done`` with the final JSON or ``error``.
 """
@@ -25,14 +25,14 @@ from typing import Any
 
 import anyio
 
-from ..estimate import prompt_tokens
-from ..events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
-from ..resolve import Resolved
+from ..builder.estimate import prompt_tokens
+from ..core.events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
+from ..core.stream import ReasoningDelta, TextDelta, ToolCallDelta
+from ..routing.resolve import Resolved
 from ..serving.http import ApiError
 from ..serving.http import field as body_field
 from ..store import SessionInfo
 from ..store.lease import Lease
-from ..stream import ReasoningDelta, TextDelta, ToolCallDelta
 from .locks import SessionLocks, Take
 
 __all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage",

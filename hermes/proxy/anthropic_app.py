@@ -18,11 +18,11 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from ..errors import HermesError, redact
-from ..estimate import basis_for, count_text
-from ..logs import log_event
-from ..messages import Reasoning
-from ..routes import Route as Row
+from ..builder.estimate import basis_for, count_text
+from ..core.errors import HermesError, redact
+from ..core.messages import Reasoning
+from ..routing.routes import Route as Row
+from ..store.requestlog import log_event
 from . import app  # the proxy's request reading and tenant (app imports this module first)
 from .anthropic_door import DoorError, to_chat
 from .anthropic_out import StreamWriter, error_body, sse, whole_message

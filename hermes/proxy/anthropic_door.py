@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 
 from ..replay import effort_fields
-from ..resolve import Resolved
-from ..routes import deep_merge
+from ..routing.resolve import Resolved
+from ..routing.routes import deep_merge
 
 __all__ = ["DoorError", "Translated", "looks_like_messages", "to_chat"]
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from ..messages import Message, Reasoning, Text, ToolCall
-from ..stream import (
+from ..core.messages import Message, Reasoning, Text, ToolCall
+from ..core.stream import (
     Delta,
     DetailsDelta,
     FinishDelta,

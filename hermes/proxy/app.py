@@ -37,15 +37,15 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
-from ..errors import HermesError, ProviderHTTPError, redact
-from ..logs import log_event
-from ..messages import Message, Reasoning
+from ..core.errors import HermesError, ProviderHTTPError, redact
+from ..core.messages import Message, Reasoning
 from ..rejections import RetryState, ValueRule, apply_values, learned_for, recover, values_for
 from ..replay import Learned
-from ..resolve import Resolved, resolve
-from ..routes import ROUTES
-from ..routes import Route as Row
+from ..routing.resolve import Resolved, resolve
+from ..routing.routes import ROUTES
+from ..routing.routes import Route as Row
 from ..serving.http import ApiError, json_response, openai_error_response, read_body
+from ..store.requestlog import log_event
 from ..wire.openai_chat import attempt as chat_attempt
 from ..wire.openai_chat import endpoint
 from . import anthropic_app, native_app, responses_relay, vendor_door
@@ -156,7 +156,7 @@ class Proxy:
     def sealer(self) -> Sealer:
         """The options' sealer, or the deployment's (its key file made on first use)."""
         if self.options.sealer is None:
-            from ..paths import user_dir
+            from ..config.paths import user_dir
 
             self.options.sealer = Sealer.load(user_dir())
         return self.options.sealer
@@ -176,7 +176,7 @@ class Proxy:
         out = {k: v for k, v in request.headers.items() if k not in _HOP}
         out["accept-encoding"] = "identity"  # the side decoder reads the bytes it relays
         if self.options.env_keys and not credentials(request.headers, _query(request)):
-            from ..keys import auth_headers, find_key
+            from ..config.keys import auth_headers, find_key
 
             with contextlib.suppress(HermesError):
                 out.update(auth_headers(row, find_key(row)))

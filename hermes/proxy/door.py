@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import HermesError
-from ..messages import Message, Part, Reasoning, Text, ToolCall, part_from_dict, part_to_dict
+from ..core.errors import HermesError
+from ..core.messages import Message, Part, Reasoning, Text, ToolCall, part_from_dict, part_to_dict
 from .seal import Sealer
 
 __all__ = ["ENVELOPE_VERSION", "open_turns", "seal_turn", "visible_parts"]

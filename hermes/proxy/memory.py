@@ -39,8 +39,8 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from ..errors import HistoryError, StoreError
-from ..messages import Message, Text, ToolCall, dumps, loads
+from ..core.errors import HistoryError, StoreError
+from ..core.messages import Message, Text, ToolCall, dumps, loads
 from ..wire.chat_decode import split_think
 
 if TYPE_CHECKING:
@@ -302,7 +302,7 @@ class SqliteMemory:
     connection for the recorder's worker thread, so a commit never stalls a lookup (WAL)."""
 
     def __init__(self, path: Path | None = None, bounds: Bounds = Bounds()) -> None:
-        from ..paths import db_path
+        from ..config.paths import db_path
         from ..store.opening import open_db
 
         self.path = Path(path) if path is not None else db_path()

@@ -21,13 +21,13 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import ProviderHTTPError
-from ..logs import log_event
-from ..messages import Message, Reasoning
-from ..provider import plain
+from ..agent.provider import plain
+from ..core.errors import ProviderHTTPError
+from ..core.messages import Message, Reasoning
 from ..rejections import RetryState, recover
-from ..routes import Route as Row
+from ..routing.routes import Route as Row
 from ..serving.http import ApiError
+from ..store.requestlog import log_event
 from ..wire import get_wire
 from . import app
 from .memory import credentials
@@ -57,7 +57,7 @@ def _key(request: Request) -> str | None:
 def _headers(proxy: Proxy, request: Request, row: Row, wire_headers: Mapping[str, str]) -> dict[str, str]:
     """What the route gets: JSON, the wire's headers, and the client's key the way the route
     reads it (``x-api-key`` for Anthropic) — the Responses client's other headers stay behind."""
-    from ..keys import auth_headers, find_key
+    from ..config.keys import auth_headers, find_key
 
     key = _key(request)
     if key is None and proxy.options.env_keys:

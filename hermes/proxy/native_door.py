@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..messages import Message, Part, Text, ToolResult
-from ..provider import build_body
+from ..agent.provider import build_body
+from ..core.messages import Message, Part, Text, ToolResult
 from ..rejections import ValueRule, apply_values
 from ..rejections.values import with_lessons
 from ..replay import Learned, ReplayPlan, Settings, plan_replay
-from ..resolve import Resolved
+from ..routing.resolve import Resolved
 from ..serving.http import ApiError
 from ..wire import ToolSpec, get_wire
 from .rewrite import decode_message

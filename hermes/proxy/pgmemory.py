@@ -23,8 +23,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import StoreError
-from ..messages import Message
+from ..core.errors import StoreError
+from ..core.messages import Message
 from ..store.pg import _NOW, PgStore
 from .memory import Bounds, Decoded, fitting
 

@@ -15,11 +15,11 @@ import codecs
 
 import orjson
 
-from ..errors import HermesError
-from ..messages import Message
-from ..provider import SSESplitter
-from ..resolve import Resolved
-from ..stream import Accumulator, Delta, Response
+from ..agent.provider import SSESplitter
+from ..core.errors import HermesError
+from ..core.messages import Message
+from ..core.stream import Accumulator, Delta, Response
+from ..routing.resolve import Resolved
 from ..wire import Decoder, get_wire
 from ..wire.chat_decode import decoder
 

@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import Message, Reasoning, Text, ToolCall
+from ..core.messages import Message, Reasoning, Text, ToolCall
 from ..replay import effort_fields
-from ..resolve import Resolved
+from ..routing.resolve import Resolved
 from ..serving.http import ApiError
 
 __all__ = ["ENCRYPTED", "DoorRequest", "call_item", "chat_request", "message_item", "new_id", "output_items",

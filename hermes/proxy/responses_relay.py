@@ -28,13 +28,13 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from ..attempt import build
-from ..errors import ProviderHTTPError
-from ..logs import log_event
+from ..core.attempt import build
+from ..core.errors import ProviderHTTPError
 from ..rejections import RetryState, ValueRule, apply_values, recover
-from ..resolve import Resolved
-from ..routes import Route as Row
-from ..routes import deep_merge
+from ..routing.resolve import Resolved
+from ..routing.routes import Route as Row
+from ..routing.routes import deep_merge
+from ..store.requestlog import log_event
 from . import app
 from .responses_door import ENCRYPTED
 from .upstream import bounded

@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from ..messages import Reasoning
-from ..stream import (
+from ..core.messages import Reasoning
+from ..core.stream import (
     Delta,
     ReasoningDelta,
     Response,

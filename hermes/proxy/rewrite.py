@@ -27,12 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import HermesError
-from ..messages import Message, Reasoning
+from ..core.errors import HermesError
+from ..core.messages import Message, Reasoning
+from ..core.stream import Accumulator
 from ..replay import Learned, ReplayPlan, Settings, plan_replay
-from ..resolve import Resolved
-from ..routes import deep_merge
-from ..stream import Accumulator
+from ..routing.resolve import Resolved
+from ..routing.routes import deep_merge
 from ..wire.chat_decode import ChatDecoder
 from ..wire.openai_chat import render_message
 from .memory import turn_keys

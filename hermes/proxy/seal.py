@@ -37,7 +37,7 @@ import orjson
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 __all__ = ["KEY_FILE", "MAX_ENVELOPE", "PREFIX", "Sealer", "is_envelope", "load_keys"]
 

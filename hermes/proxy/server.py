@@ -10,7 +10,7 @@ import socket
 import sys
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..serving.listen import bind, is_loopback, run_announced
 from ..serving.protocol import server_config
 from .app import ProxyOptions, create_app

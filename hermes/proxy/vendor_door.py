@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
-from ..logs import log_event
 from ..replay import PAD
-from ..routes import Route
+from ..routing.routes import Route
+from ..store.requestlog import log_event
 
 __all__ = ["Applied", "apply_rules", "relayed"]
 

@@ -1,6 +1,6 @@
 """Rejection memory: learn from a 4xx that names a replayed field, retry once, never pay twice.
 
-The path runs forward: the wire records what a request carried back (``hermes.attempt``),
+The path runs forward: the wire records what a request carried back (``hermes.core.attempt``),
 ``provider.complete`` raises a ``ProviderHTTPError`` carrying that attempt, and
 
 * ``vocabulary`` — ``mentions``: which carrier an error body names, and how (pure);
@@ -52,7 +52,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``Lesson`` and ``classify`` load with the classifier (and ``hermes.attempt``) on first
+    """``Lesson`` and ``classify`` load with the classifier (and ``hermes.core.attempt``) on first
     use: every turn reads lessons through the ledger, only a refused request classifies."""
     if name in ("Lesson", "classify"):
         from . import classifier

@@ -1,7 +1,7 @@
 """What one rejection teaches: a pure function of the error and the attempt it refused.
 
 ``classify(status, body_text, attempt)`` reads the error body (``mentions``) and the attempt
-record the wire made of the refused request (``hermes.attempt``) — nothing else: no store, no
+record the wire made of the refused request (``hermes.core.attempt``) — nothing else: no store, no
 history, no request JSON. A carrier drop is learned only when the status is a shape-related
 4xx, the error names a carrier as unknown, the attempt carried that field on an assistant
 message (at the position the error gives, when it gives one; a top-level ``reasoning`` is a
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..attempt import Attempt
+from ..core.attempt import Attempt
 from .vocabulary import CARRIERS, asks_echo, is_shape_status, is_signature_rejection, mentions
 
 if TYPE_CHECKING:

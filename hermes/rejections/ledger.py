@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProviderHTTPError
+from ..core.errors import ProviderHTTPError
 from ..replay import Learned
-from ..resolve import Resolved
+from ..routing.resolve import Resolved
 from .values import PARAMS, ValueRule, refused_value
 from .vocabulary import CARRIERS
 
@@ -153,7 +153,7 @@ def recover(store: SessionStore, session_id: str | None, target: Resolved, err: 
             f"allowed: {', '.join(rule.allowed)}" if rule.allowed else f"not {', '.join(rule.refused)}")
         note = (f"{target.model} on {target.route.key} ({target.host}) refused a value of {rule.path} — "
                 f"retrying with the nearest it takes ({how}) for this model.")
-        from ..logs import log_event
+        from ..store.requestlog import log_event
 
         log_event("learned", session=session_id, route=target.route.key, host=target.host, model=target.model,
                   values=rule.path, status=err.status, error=" ".join(err.body.split())[:300])
@@ -169,7 +169,7 @@ def recover(store: SessionStore, session_id: str | None, target: Resolved, err: 
                 else f"{len(lesson.suppressed)} signed reasoning blob(s)")
         note = (f"{target.model} on {target.route.key} ({target.host}) rejected {what} — "
                 "retrying without it for this model.")
-    from ..logs import log_event
+    from ..store.requestlog import log_event
 
     log_event("learned", session=session_id, route=target.route.key, host=target.host, model=target.model,
               dropped=sorted(lesson.dropped), suppressed=len(lesson.suppressed), echo=lesson.echo,

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ..models import Profile
+from ..routing.models import Profile
 from .vocabulary import expand, records
 
 __all__ = ["PARAMS", "ValueRule", "apply_values", "refused_value", "with_lessons"]

@@ -24,7 +24,7 @@ Every cache lives above this package, in ``hermes.builder``.
 
 from __future__ import annotations
 
-from ..messages import blob_hash
+from ..core.messages import blob_hash
 from .plan import (
     GEMINI_SKIP_SIGNATURE,
     PAD,

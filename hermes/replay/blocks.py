@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..messages import Message, Part, Reasoning, Text, ToolCall
-from ..resolve import Resolved
+from ..core.messages import Message, Part, Reasoning, Text, ToolCall
+from ..routing.resolve import Resolved
 from .plan import PAD, Decision, Learned, PlannedMessage
 from .sendable import blob_allowed, same_origin
 

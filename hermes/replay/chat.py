@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from ..messages import Message, Reasoning, ToolCall
-from ..resolve import Resolved
+from ..core.messages import Message, Reasoning, ToolCall
+from ..routing.resolve import Resolved
 from .plan import DETAILS, PAD, Decision, Learned, PlannedMessage
 from .sendable import blob_allowed, native_owned
 

@@ -6,8 +6,8 @@ own gets Gemini's documented validator skip (not on a model that checks none: Ge
 
 from __future__ import annotations
 
-from ..messages import Message, Part, Reasoning, ToolCall
-from ..resolve import Resolved
+from ..core.messages import Message, Part, Reasoning, ToolCall
+from ..routing.resolve import Resolved
 from .plan import GEMINI_SKIP_SIGNATURE, Decision, Learned, PlannedMessage
 from .sendable import native_owned
 

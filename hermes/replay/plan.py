@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..messages import Part
-from ..resolve import Resolved
-from ..routes import GEMINI_SKIP_SIGNATURE
+from ..core.messages import Part
+from ..routing.resolve import Resolved
+from ..routing.routes import GEMINI_SKIP_SIGNATURE
 
 __all__ = [
     "DETAILS",

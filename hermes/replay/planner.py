@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..history import open_loop_start, window
-from ..messages import Message, Part, Reasoning, ToolCall, ToolResult
-from ..resolve import Resolved
-from ..routes import at_path, deep_merge
-from ..toolids import id_map, valid
+from ..core.history import open_loop_start, window
+from ..core.messages import Message, Part, Reasoning, ToolCall, ToolResult
+from ..routing.resolve import Resolved
+from ..routing.routes import at_path, deep_merge
+from ..routing.toolids import id_map, valid
 from ..wire import get_wire
 from .plan import Decision, Learned, PlannedMessage, ReplayPlan, Settings
 from .structure import structure

@@ -3,8 +3,8 @@ per-wire planner applies (design invariant 4 — a foreign blob is never sent)."
 
 from __future__ import annotations
 
-from ..messages import Reasoning, RouteKey, blob_hash
-from ..resolve import Resolved
+from ..core.messages import Reasoning, RouteKey, blob_hash
+from ..routing.resolve import Resolved
 from .plan import DETAILS, Learned
 
 __all__ = ["blob_allowed", "native_owned", "same_origin", "who"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 __all__ = ["MAX_WORKERS", "cpu_for", "pin_to", "usable_cpus"]
 

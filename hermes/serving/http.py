@@ -18,7 +18,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import redact
+from ..core.errors import redact
 
 __all__ = ["ApiError", "AuthThrottle", "body_late", "error_response", "field", "json_response",
            "openai_error_response", "read_body", "read_json", "require_auth", "token_ok"]
@@ -163,7 +163,7 @@ def field(body: dict[str, Any], name: str, *, required: bool = False, kind: type
             raise ApiError(400, "invalid_request", f"'{name}' is required")
         return None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        from ..config import type_words
+        from ..config.settings import type_words
 
         raise ApiError(400, "invalid_request", f"'{name}' must be {type_words(kind)}")
     return value

@@ -8,7 +8,7 @@ import socket
 import sys
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 __all__ = ["bind", "is_loopback", "run_announced"]
 

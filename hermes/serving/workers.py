@@ -23,7 +23,7 @@ import threading
 import time
 from typing import IO
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .cpus import cpu_for
 from .listen import bind
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from ..messages import Message, RouteKey
+from ..core.messages import Message, RouteKey
 from .codec import blob_hash
 from .db import Store, merge_patch
 from .lease import Lease
@@ -28,7 +28,7 @@ from .records import Capability, NewSession, SessionInfo
 from .runs import RunRow
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..config.settings import Config
 
 __all__ = [
     "Capability",
@@ -124,7 +124,7 @@ def store_url(config: Config | None = None) -> str:
     """``HERMES_DATABASE_URL``, else config.toml's ``[store] url``; ``""`` means ``state.db``."""
     url = os.environ.get("HERMES_DATABASE_URL", "").strip()
     if url:
-        from ..errors import register_secret
+        from ..core.errors import register_secret
         from .url import check_store_url, url_passwords
 
         for password in url_passwords(url):
@@ -132,7 +132,7 @@ def store_url(config: Config | None = None) -> str:
         check_store_url(url, "HERMES_DATABASE_URL")
         return url
     if config is None:
-        from ..config import load_config
+        from ..config.settings import load_config
 
         config = load_config()
     return config.store_url or ""

@@ -1,6 +1,6 @@
 """Parts <-> rows: the only place that knows how a part's JSON form is split across columns.
 
-A part is stored as its documented JSON form (``hermes.messages.part_to_dict``) cut in three:
+A part is stored as its documented JSON form (``hermes.core.messages.part_to_dict``) cut in three:
 
 * ``kind`` and the readable text (``text`` column) — queryable, and the bulk of the bytes;
 * ``Reasoning.blob`` — moved to the content-addressed ``blobs`` table, referenced by hash;
@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import HistoryError
-from ..messages import (
+from ..core.errors import HistoryError
+from ..core.messages import (
     Message,
     Part,
     Text,

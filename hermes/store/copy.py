@@ -25,7 +25,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 from .db import Store
 from .pg import PgStore
 

@@ -30,9 +30,9 @@ from typing import Any
 
 import orjson
 
-from ..errors import HermesError, StoreError
-from ..messages import Message, RouteKey, digest_of
-from ..paths import db_path
+from ..config.paths import db_path
+from ..core.errors import HermesError, StoreError
+from ..core.messages import Message, RouteKey, digest_of
 from . import ledger
 from .codec import messages_from_rows, part_to_row
 from .lease import Lease, check_fence
@@ -198,7 +198,7 @@ class Store(SharedMethods):
 
     def load_tail(self, session_id: str, start: int) -> list[Message]:
         """The messages from position ``start`` on (``load`` is ``start=0``): what a process that
-        holds the first ``start`` messages (``hermes.hot``) needs after another one committed."""
+        holds the first ``start`` messages (``hermes.builder.hot``) needs after another one committed."""
         if not self._read("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
             raise self._unknown(session_id)
         return messages_from_rows(self._read(_LOAD_SQL, (session_id, start)))

@@ -18,11 +18,11 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 from .db import merge_patch
 
 if TYPE_CHECKING:
-    from ..messages import Message, RouteKey
+    from ..core.messages import Message, RouteKey
     from . import SessionStore
     from .lease import Lease
     from .records import Capability, NewSession, SessionInfo

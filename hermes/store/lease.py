@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 
 if TYPE_CHECKING:
     from . import SessionStore

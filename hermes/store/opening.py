@@ -18,7 +18,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 from .migrations import MIGRATIONS
 
 __all__ = ["explain", "open_db"]

@@ -31,8 +31,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import HermesError, StoreError, register_secret
-from ..messages import Message, RouteKey, digest_of
+from ..core.errors import HermesError, StoreError, register_secret
+from ..core.messages import Message, RouteKey, digest_of
 from . import ledger
 from .codec import messages_from_rows, part_to_row
 from .db import _LOAD_SQL, _json, merge_patch
@@ -192,7 +192,7 @@ class PgStore(SharedMethods):
         return self.load_tail(session_id, 0)
 
     def load_tail(self, session_id: str, start: int) -> list[Message]:
-        """The messages from position ``start`` on, as :meth:`Store.load_tail` (``hermes.hot``)."""
+        """The messages from position ``start`` on, as :meth:`Store.load_tail` (``hermes.builder.hot``)."""
         with self._reading(binary=True) as cur, cur.connection.pipeline(), cur.connection.cursor(binary=True) as rows:
             cur.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,))
             rows.execute(_pg(_LOAD_SQL), (session_id, start))  # sent with the check: one round trip

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 
 __all__ = ["PG_MIGRATIONS", "migrate"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import StoreError
-from ..messages import dumps
+from ..core.errors import StoreError
+from ..core.messages import dumps
 from .records import SessionInfo
 
 __all__ = ["HINT_LIST", "SharedMethods"]
@@ -81,7 +81,7 @@ class SharedMethods:
 
     def export_jsonl(self, session_id: str) -> Iterator[bytes]:
         """The history as JSONL lines (``messages.dumps`` + newline): exactly what
-        ``hermes.messages.load_jsonl`` / ``hermes replay FILE`` read back. Loads eagerly so
+        ``hermes.core.messages.load_jsonl`` / ``hermes replay FILE`` read back. Loads eagerly so
         an unknown session fails here, not mid-write."""
         history = self.load(session_id)
         return (dumps(m) + b"\n" for m in history)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 
 __all__ = ["check_store_url", "display_url", "url_passwords"]
 

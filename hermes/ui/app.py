@@ -24,9 +24,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import StoreError, redact, register_secret
-from ..logs import LOG_NAME, read_log
+from ..core.errors import StoreError, redact, register_secret
 from ..serving.http import ApiError, AuthThrottle
+from ..store.requestlog import LOG_NAME, read_log
 from .auth import COOKIE, Guard, safe_next
 from .cells import row_cells
 from .data import live_record, request_matrix, session_records, session_rows, timeline
@@ -99,7 +99,7 @@ def create_ui(store: SessionStore, *, token: str | None = None, log_path: Path |
     loopback only. ``throttle``: the gateway's back-off for wrong tokens, applied to a wrong
     login or bearer token here too. The gateway's Host/Origin guard is middleware around the
     whole app, so it covers these pages as well."""
-    from ..paths import logs_dir
+    from ..config.paths import logs_dir
 
     _register_env_secrets()
     register_secret(token)

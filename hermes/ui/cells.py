@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-from ..errors import redact
+from ..core.errors import redact
 from .data import Column
 
 __all__ = ["row_cells"]

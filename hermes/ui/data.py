@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
-from ..logs import carried_summary
-from ..views import session_view
+from ..core.errors import StoreError
+from ..store.requestlog import carried_summary
+from ..store.views import session_view
 
 if TYPE_CHECKING:
     from ..store import SessionStore

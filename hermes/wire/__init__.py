@@ -17,7 +17,7 @@ each module against the protocol in ``provider``) and does no I/O:
 * ``PLANNER`` — what one stored message becomes on this wire (``replay.chat`` / ``blocks`` /
   ``gemini``); ``TURNS`` — its turn-alternation rule (``replay.structure.Turns``, or None).
 * ``attempt(plan, body) -> Attempt`` — what the rendered body carried back (field, message
-  position, blob hash), the record a rejection is classified against (``hermes.attempt``).
+  position, blob hash), the record a rejection is classified against (``hermes.core.attempt``).
 
 ``UnsupportedPart`` is raised for a part a wire cannot carry; nothing is skipped silently.
 """
@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
-    from ..attempt import Attempt
-    from ..messages import Message
+    from ..core.attempt import Attempt
+    from ..core.messages import Message
+    from ..core.stream import Delta
     from ..replay import Learned, PlannedMessage, ReplayPlan, Settings
     from ..replay.structure import Turns
-    from ..resolve import Resolved
-    from ..routes import Route
-    from ..stream import Delta
+    from ..routing.resolve import Resolved
+    from ..routing.routes import Route
 
 __all__ = ["Decoder", "FunctionDecoder", "ToolSpec", "Wire", "get_wire"]
 

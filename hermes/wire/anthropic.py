@@ -31,16 +31,10 @@ from urllib.parse import quote
 
 import orjson
 
-from ..attempt import Attempt, Carried, blocks, build, signed
-from ..errors import StreamError, UnsupportedPart
-from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
-from ..models import Profile
-from ..replay import PlannedMessage, ReplayPlan, Settings
-from ..replay.blocks import plan_blocks
-from ..replay.structure import Turns
-from ..resolve import Resolved
-from ..routes import Route, deep_merge
-from ..stream import (
+from ..core.attempt import Attempt, Carried, blocks, build, signed
+from ..core.errors import StreamError, UnsupportedPart
+from ..core.messages import Compaction, Reasoning, Text, ToolCall, ToolResult
+from ..core.stream import (
     Delta,
     FinishDelta,
     ReasoningDelta,
@@ -48,6 +42,12 @@ from ..stream import (
     ToolCallDelta,
     UsageDelta,
 )
+from ..replay import PlannedMessage, ReplayPlan, Settings
+from ..replay.blocks import plan_blocks
+from ..replay.structure import Turns
+from ..routing.models import Profile
+from ..routing.resolve import Resolved
+from ..routing.routes import Route, deep_merge
 from . import FunctionDecoder, ToolSpec
 
 __all__ = [
@@ -467,7 +467,7 @@ def decode_event(event: str, data: str) -> list[Delta]:
 
 def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
     """What ``body`` carried back: thinking blocks (signed ones by hash), redacted blocks,
-    and the assistant messages holding ``tool_use`` (see ``hermes.attempt``)."""
+    and the assistant messages holding ``tool_use`` (see ``hermes.core.attempt``)."""
     carried: list[Carried] = []
     turns: list[int] = []
     for i, k, b in blocks(body, "messages", "content"):

@@ -16,7 +16,7 @@ Wire facts (docs/replay.md, docs/emulators.md):
   ``contentBlockIndex``; signature deltas concatenate.
 
 Pure translation, like every wire: the botocore transport (SigV4 signing, the binary event
-stream, client errors) lives in ``hermes.transport_aws``, which feeds this module's decoder.
+stream, client errors) lives in ``hermes.transport.aws``, which feeds this module's decoder.
 """
 
 from __future__ import annotations
@@ -31,19 +31,19 @@ from urllib.parse import quote
 
 import orjson
 
-from ..attempt import Attempt, Carried, blocks, build, signed
-from ..errors import (
+from ..core.attempt import Attempt, Carried, blocks, build, signed
+from ..core.errors import (
     StreamError,
     UnsupportedPart,
 )
-from ..messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
-from ..models import Profile
+from ..core.messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
+from ..core.stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from ..replay import ReplayPlan, Settings
 from ..replay.blocks import plan_blocks
 from ..replay.structure import Turns
-from ..resolve import Resolved
-from ..routes import deep_merge
-from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
+from ..routing.models import Profile
+from ..routing.resolve import Resolved
+from ..routing.routes import deep_merge
 from . import FunctionDecoder, ToolSpec
 from .anthropic import BINDING_BETA, INTERLEAVED_BETA, bound
 

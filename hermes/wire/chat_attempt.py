@@ -1,4 +1,4 @@
-"""What a chat-completions request carried back: the chat wire's ``attempt`` (``hermes.attempt``).
+"""What a chat-completions request carried back: the chat wire's ``attempt`` (``hermes.core.attempt``).
 
 Read from the messages as sent, so a body changed after rendering (``hermes proxy`` patches
 only the reasoning keys of the client's own messages) is recorded as it went out.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..attempt import Attempt, Carried, build, signed, value_at
+from ..core.attempt import Attempt, Carried, build, signed, value_at
 from ..replay import ReplayPlan
 
 __all__ = ["attempt"]

@@ -23,10 +23,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import StreamError
-from ..resolve import Resolved
-from ..routes import ROUTES
-from ..stream import (
+from ..core.errors import StreamError
+from ..core.stream import (
     Delta,
     DetailsDelta,
     FinishDelta,
@@ -36,6 +34,8 @@ from ..stream import (
     ToolCallDelta,
     UsageDelta,
 )
+from ..routing.resolve import Resolved
+from ..routing.routes import ROUTES
 
 __all__ = ["ChatDecoder", "decode_event", "decoder", "from_wire", "split_think"]
 

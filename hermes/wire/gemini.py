@@ -28,16 +28,10 @@ from typing import Any
 
 import orjson
 
-from ..attempt import Attempt, Carried, blocks, build, signed
-from ..errors import StreamError, UnsupportedPart
-from ..messages import Compaction, Reasoning, Text, ToolCall, ToolResult
-from ..models import Profile
-from ..replay import GEMINI_SKIP_SIGNATURE, PlannedMessage, ReplayPlan, Settings
-from ..replay.gemini import plan_gemini
-from ..replay.structure import Turns
-from ..resolve import Resolved
-from ..routes import deep_merge
-from ..stream import (
+from ..core.attempt import Attempt, Carried, blocks, build, signed
+from ..core.errors import StreamError, UnsupportedPart
+from ..core.messages import Compaction, Reasoning, Text, ToolCall, ToolResult
+from ..core.stream import (
     Delta,
     FinishDelta,
     NativeDelta,
@@ -46,6 +40,12 @@ from ..stream import (
     ToolCallDelta,
     UsageDelta,
 )
+from ..replay import GEMINI_SKIP_SIGNATURE, PlannedMessage, ReplayPlan, Settings
+from ..replay.gemini import plan_gemini
+from ..replay.structure import Turns
+from ..routing.models import Profile
+from ..routing.resolve import Resolved
+from ..routing.routes import deep_merge
 from . import FunctionDecoder, ToolSpec
 
 __all__ = [

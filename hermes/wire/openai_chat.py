@@ -21,13 +21,13 @@ from typing import Any
 
 import orjson
 
-from ..errors import UnsupportedPart
-from ..messages import Compaction, Part, Text, ToolCall, ToolResult
+from ..core.errors import UnsupportedPart
+from ..core.messages import Compaction, Part, Text, ToolCall, ToolResult
 from ..replay import PlannedMessage, ReplayPlan, Settings
 from ..replay.chat import plan_chat
 from ..replay.structure import Turns
-from ..resolve import Resolved
-from ..routes import at_path, deep_merge
+from ..routing.resolve import Resolved
+from ..routing.routes import at_path, deep_merge
 from . import ToolSpec
 from .chat_attempt import attempt
 from .chat_decode import ChatDecoder, decode_event, decoder, from_wire, split_think

@@ -25,15 +25,15 @@ from typing import Any
 
 import orjson
 
-from ..attempt import Attempt, Carried, build, signed
-from ..errors import StreamError, UnsupportedPart
-from ..messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
+from ..core.attempt import Attempt, Carried, build, signed
+from ..core.errors import StreamError, UnsupportedPart
+from ..core.messages import Compaction, Part, Reasoning, Text, ToolCall, ToolResult
+from ..core.stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
 from ..replay import PlannedMessage, ReplayPlan, Settings
 from ..replay.blocks import plan_blocks
 from ..replay.structure import Turns
-from ..resolve import Resolved
-from ..routes import deep_merge
-from ..stream import Delta, FinishDelta, ReasoningDelta, TextDelta, ToolCallDelta, UsageDelta
+from ..routing.resolve import Resolved
+from ..routing.routes import deep_merge
 from . import FunctionDecoder, ToolSpec
 
 __all__ = [

@@ -15,9 +15,9 @@ import pytest
 from _cli import cli, stored_sessions
 from _harness import gateway, hostile
 
-from hermes.config import Config
-from hermes.errors import RouteError
-from hermes.urlpolicy import base_url_allowed
+from hermes.config.settings import Config
+from hermes.config.urlpolicy import base_url_allowed
+from hermes.core.errors import RouteError
 
 SERVER_KEY = "sk-ant-server-secret-0123456789abcdef"
 

@@ -63,7 +63,7 @@ def test_rebinding_cross_site_and_text_plain_are_refused(tmp_path: Path) -> None
 
 
 def test_configured_hosts_and_origins_are_accepted(tmp_path: Path) -> None:
-    from hermes.config import Config
+    from hermes.config.settings import Config
 
     cfg = Config(allowed_hosts=("hermes.lan",), allowed_origins=("https://chat.example",))
     with gateway(tmp_path / "h", cfg) as base, httpx.Client(base_url=base, timeout=30) as c:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hermes.errors import HermesError
+from hermes.core.errors import HermesError
 from hermes.store import Store
 from hermes.store.url import display_url
 
@@ -88,7 +88,7 @@ def test_display_url_masks_every_form(url: str, want: str) -> None:
 
 
 def test_config_store_url_with_a_password_is_refused_unrepeated(tmp_path: Path) -> None:
-    from hermes.config import load_config
+    from hermes.config.settings import load_config
 
     for url in (f"postgresql://u:{PW}@h/d", f"postgresql://u@h/d?password={PW}"):
         (tmp_path / "config.toml").write_text(f'[store]\nurl = "{url}"\n')

@@ -18,7 +18,7 @@ import pytest
 from _cli import CANARY
 from _harness import answer, hostile
 
-from hermes.messages import Message, Text
+from hermes.core.messages import Message, Text
 from hermes.store import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,

@@ -20,7 +20,7 @@ import httpx
 import orjson
 from _loopback import Seen, Upstream, log_records, proxy_process, send_json
 
-from hermes.routes import GEMINI_SKIP_SIGNATURE
+from hermes.routing.routes import GEMINI_SKIP_SIGNATURE
 
 MODEL = "gemini-3-pro-preview"
 CALL = {"id": "call_0", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "notes.txt"}'}}

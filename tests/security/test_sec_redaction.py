@@ -15,7 +15,7 @@ import httpx
 import pytest
 from _harness import gateway, hostile, tool_then_answer
 
-from hermes.config import Config
+from hermes.config.settings import Config
 
 DS_KEY = "sk-ds-gateway-own-key-5a5a5a5a5a"
 OTHER = "sk-ant-other-known-key-7b7b7b7b7b"

@@ -19,7 +19,7 @@ import openai
 import pytest
 from _harness import answer, call, failing, gateway, hostile
 
-from hermes.config import Config
+from hermes.config.settings import Config
 
 KEY = "sk-ds-retries-000111222333"
 

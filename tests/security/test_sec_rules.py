@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.errors import RouteError
-from hermes.terminal import printable
-from hermes.urlpolicy import base_url_allowed, check_base_url
+from hermes.cli.terminal import printable
+from hermes.config.urlpolicy import base_url_allowed, check_base_url
+from hermes.core.errors import RouteError
 
 ALLOW = "http://127.0.0.1:9000/v1"
 hosts = st.sampled_from(["127.0.0.1", "localhost", "127.0.0.2", "evil.example", "127.0.0.1.evil.example"])

@@ -89,7 +89,7 @@ def test_escape_sequences_from_model_and_provider_never_reach_the_terminal(tmp_p
 
 def test_bad_branch_compress_and_empty_content_are_400_and_write_nothing(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes.config import Config
+    from hermes.config.settings import Config
 
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-ds-small-holes-000111")
     monkeypatch.chdir(tmp_path)

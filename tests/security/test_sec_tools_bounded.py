@@ -20,15 +20,15 @@ import httpx
 import pytest
 from _harness import gateway, hostile, tool_then_answer
 
-from hermes.config import Config
-from hermes.tools import ToolContext, load_toolbox
+from hermes.config.settings import Config
+from hermes.tools.builtins import ToolContext, load_toolbox
 
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
     from pathlib import Path
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-    from hermes.messages import ToolCall
-    from hermes.tools import ToolContext, load_toolbox
+    from hermes.core.messages import ToolCall
+    from hermes.tools.builtins import ToolContext, load_toolbox
     ws, tool, args, roots = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
     import dataclasses
     known = {f.name for f in dataclasses.fields(ToolContext)}  # the same attack runs on older code

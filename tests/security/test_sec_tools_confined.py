@@ -18,9 +18,9 @@ import pytest
 from _cli import cli
 from _harness import gateway, hostile, tool_then_answer
 
-from hermes.config import Config
-from hermes.messages import ToolCall
-from hermes.tools import ToolContext, load_toolbox
+from hermes.config.settings import Config
+from hermes.core.messages import ToolCall
+from hermes.tools.builtins import ToolContext, load_toolbox
 
 PRIVATE = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA-not-a-real-key"
 
