@@ -141,7 +141,7 @@ def test_attempt_matches_the_wire_and_the_one_retry_goes_through(
         sent = emu.requests(route)[start:]
         assert len(sent) == 1 and 400 <= err.status < 500, err.body
         attempt = err.attempt
-        assert attempt is not None and attempt.plan is not None
+        assert attempt is not None and attempt.must_echo == target.route.must_echo
         where, values, turns = on_wire(sent[0]["body"])
 
         # the record is what went on the wire: the same places, the same tool turns …

@@ -19,7 +19,7 @@ from ..core.errors import HermesError, ProviderHTTPError
 from ..core.events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished, Waiting
 from ..core.messages import Message
 from ..core.stream import Delta
-from ..replay import Settings
+from ..replay import Settings, plan_replay
 from ..routing.resolve import Resolved
 from ..store.requestlog import log_event, plan_summary
 from ..tools.builtins import Toolbox
@@ -158,8 +158,8 @@ class Agent:
                                        learned=learned, stream=self.stream, api_key=self.api_key,
                                        transport=self.transport, on_delta=on_delta, values=values)
         except ProviderHTTPError as e:
-            plan = e.attempt.plan if e.attempt is not None else None  # what it carried, for the request matrix
-            carried = {k: v for k, v in plan_summary(plan).items() if k in ("window", "turns", "kinds", "reasons")} if plan else {}
+            plan = plan_replay(history, resolved, learned, self.settings)  # what it carried, for the request matrix
+            carried = {k: v for k, v in plan_summary(plan).items() if k in ("window", "turns", "kinds", "reasons")}
             log_event("request_failed", session=session_id, route=resolved.route.key, host=resolved.host,
                       model=resolved.model, status=e.status, error=str(e)[:300], step=step + 1,
                       ms=round((time.monotonic() - started) * 1000, 1), **carried)

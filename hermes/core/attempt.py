@@ -16,13 +16,10 @@ same answer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from .messages import blob_hash
-
-if TYPE_CHECKING:
-    from ..replay import ReplayPlan
 
 __all__ = ["Attempt", "Carried", "blocks", "build", "signed", "value_at"]
 
@@ -60,8 +57,6 @@ class Attempt:
     """Positions of the assistant messages that carried tool calls."""
     must_echo: bool = False
     """The route must get ``reasoning_content`` back: never a field to drop there."""
-    plan: ReplayPlan | None = field(default=None, compare=False, repr=False)
-    """The plan the body was rendered from (for the request log only)."""
 
     def fields(self) -> dict[int, set[str]]:
         """message position → the message-level keys that carried reasoning there."""
@@ -82,11 +77,10 @@ def signed(value: Any, kind: str, *, skip: str = "") -> tuple[str | None, str]:
     return blob_hash(value), kind
 
 
-def build(wire: str, plan: ReplayPlan | None, body: Mapping[str, Any], carried: Iterable[Carried],
+def build(wire: str, must_echo: bool, body: Mapping[str, Any], carried: Iterable[Carried],
           tool_turns: Iterable[int]) -> Attempt:
     """The record for ``body`` (what a wire's ``attempt`` returns)."""
-    must_echo = bool(plan is not None and plan.target.route.must_echo)
-    return Attempt(wire, tuple(carried), frozenset(body), frozenset(tool_turns), must_echo, plan)
+    return Attempt(wire, tuple(carried), frozenset(body), frozenset(tool_turns), must_echo)
 
 
 def value_at(obj: Any, path: str) -> Any:

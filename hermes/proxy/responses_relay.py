@@ -106,7 +106,7 @@ async def relay(proxy: Proxy, request: Request, row: Row, upstream: str, body: M
         err = await proxy.read(resp, url)
         problem = ProviderHTTPError("upstream refused the request", status=resp.status_code,
                                     body=err.decode("utf-8", "replace"), route=row.key,
-                                    attempt=build(row.wire, None, sent, (), ()))
+                                    attempt=build(row.wire, row.must_echo, sent, (), ()))
         param = refused_param(resp.status_code, err, sent)
         if param is not None and proxy.ledger.learn(row.key, target.host, target.model, KIND_PARAMS, [param],
                                                     {"status": resp.status_code, "time": time.time(),

@@ -479,4 +479,4 @@ def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
             carried.append(Carried(i, f"content.{k}.data", *signed(b.get("data"), REDACTED)))
         elif kind == "tool_use":
             turns.append(i)
-    return build("anthropic", plan, body, carried, turns)
+    return build("anthropic", plan.target.route.must_echo, body, carried, turns)

@@ -424,4 +424,4 @@ def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
         if isinstance(rt, Mapping):
             h, kind = signed(rt.get("signature"), SIGNATURE)
             carried.append(Carried(i, f"{at}.reasoningText.{'signature' if h else 'text'}", h, kind))
-    return build("bedrock", plan, body, carried, turns)
+    return build("bedrock", plan.target.route.must_echo, body, carried, turns)

@@ -48,4 +48,4 @@ def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
             if route.call_signature and (sig := value_at(call, route.call_signature)) is not None:
                 carried.append(Carried(i, f"tool_calls.{j}.{route.call_signature}",
                                        *signed(sig, "native", skip=route.signature_pad)))
-    return build("openai_chat", plan, body, carried, turns)
+    return build("openai_chat", plan.target.route.must_echo, body, carried, turns)

@@ -369,4 +369,4 @@ def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
         if "thoughtSignature" in part:
             sig = part["thoughtSignature"]
             carried.append(Carried(i, f"parts.{k}.thoughtSignature", *signed(sig, "native", skip=GEMINI_SKIP_SIGNATURE)))
-    return build("gemini", plan, body, carried, turns)
+    return build("gemini", plan.target.route.must_echo, body, carried, turns)

@@ -399,4 +399,4 @@ def attempt(plan: ReplayPlan, body: Mapping[str, Any]) -> Attempt:
         elif item.get("type") == "reasoning":
             h, kind = signed(item.get("encrypted_content"), BLOB_KIND)
             carried.append(Carried(i, "encrypted_content" if h else "summary", h, kind))
-    return build("openai_responses", plan, body, carried, turns)
+    return build("openai_responses", plan.target.route.must_echo, body, carried, turns)
