@@ -17,7 +17,7 @@ import time
 
 import bpe_openai
 
-from hermes import estimate as est
+from hermes.builder import estimate as est
 from hermes.core.messages import Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.routing.resolve import resolve
 

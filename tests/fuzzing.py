@@ -571,7 +571,7 @@ def _route(wire: str) -> Any:
 
 def _finish(resolved: Any, deltas_iter: Callable[[Callable[[Sequence[Any]], None]], None]) -> None:
     """Fold what a decoder emits, take the result and check it survives the history JSON form."""
-    from hermes import messages
+    from hermes.core import messages
     from hermes.core.stream import Accumulator
 
     acc = Accumulator(resolved.key)
@@ -652,7 +652,7 @@ def _bedrock_frames(data: bytes) -> None:
     from botocore.eventstream import EventStream
     from botocore.parsers import EventStreamJSONParser
 
-    from hermes import transport_aws
+    from hermes.transport import aws as transport_aws
 
     resolved = _route("bedrock")
     shape, _ = _botocore()
@@ -661,7 +661,7 @@ def _bedrock_frames(data: bytes) -> None:
 
 
 def _bedrock_json(data: bytes) -> None:
-    from hermes import transport_aws
+    from hermes.transport import aws as transport_aws
 
     resolved = _route("bedrock")
     _, shape = _botocore()
@@ -715,7 +715,7 @@ def _recorder(whole: bool) -> Callable[[bytes], None]:
     ``message() is None``), and what it records must survive the history JSON form."""
 
     def run(data: bytes) -> None:
-        from hermes import messages
+        from hermes.core import messages
         from hermes.proxy.recorder import Recorder
 
         rec = Recorder(_route("openai_chat"))
@@ -744,7 +744,7 @@ def _mcp_result(data: bytes) -> None:
         result = CallToolResult.model_validate_json(data)
     except pydantic.ValidationError as e:
         raise HermesError(f"MCP result refused by the client library: {e.error_count()} errors") from None
-    from hermes import messages
+    from hermes.core import messages
 
     text = _result_text(result)
     if not isinstance(text, str):
@@ -897,9 +897,9 @@ def capture_corpus() -> dict[str, list[bytes]]:
         return _CORPUS
     import httpx
 
-    from hermes import messages
     from hermes.agent.provider import complete, get_wire
     from hermes.config.keys import auth_headers
+    from hermes.core import messages
     from hermes.core.messages import Message, ToolResult
     from hermes.emulate import Emulator
     from hermes.emulate.bedrock import _frame, event_frames, response_payload

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.errors import ProviderHTTPError, StreamError, UnsupportedPart
 from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.core.stream import Delta, fold

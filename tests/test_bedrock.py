@@ -25,8 +25,8 @@ from botocore.parsers import EventStreamJSONParser, create_parser
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes import messages as hm
 from hermes.agent.provider import Exchange, complete
+from hermes.core import messages as hm
 from hermes.core.errors import HermesError, ProviderHTTPError, RateLimited, StreamError
 from hermes.core.messages import Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.core.stream import fold

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.errors import ProviderHTTPError
 from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall, ToolResult
 from hermes.routing.resolve import resolve

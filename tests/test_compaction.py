@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes import estimate as est
 from hermes.agent.compaction import (
     CompactionError,
     compact,
@@ -21,6 +20,7 @@ from hermes.agent.compaction import (
 )
 from hermes.agent.compactor import AutoCompactor, compress_session
 from hermes.agent.loop import Agent
+from hermes.builder import estimate as est
 from hermes.core.history import window
 from hermes.core.messages import (
     Compaction,

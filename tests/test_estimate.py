@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes import estimate as est
 from hermes.agent.compaction import tail_walk
 from hermes.agent.compactor import AutoCompactor, CompactContext
 from hermes.agent.loop import Agent
+from hermes.builder import estimate as est
 from hermes.core.messages import (
     Compaction,
     Message,

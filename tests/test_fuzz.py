@@ -241,7 +241,7 @@ def test_deeply_nested_toml_is_a_config_error() -> None:
 
 
 def test_empty_native_record_round_trips_as_none() -> None:
-    from hermes import messages
+    from hermes.core import messages
 
     line = orjson.dumps({"v": 1, "role": "assistant", "parts": [
         {"kind": "reasoning", "text": "t", "origin": {"provider": "p", "host": "h", "model": "m", "wire": "gemini"},
@@ -252,7 +252,7 @@ def test_empty_native_record_round_trips_as_none() -> None:
 
 
 def test_empty_native_field_round_trips_as_absent() -> None:
-    from hermes import messages
+    from hermes.core import messages
 
     line = orjson.dumps({"v": 1, "role": "assistant", "parts": [
         {"kind": "reasoning", "text": "t", "origin": {"provider": "p", "host": "h", "model": "m", "wire": "gemini"},

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.errors import ProviderHTTPError, RateLimited, StreamError, UnsupportedPart
 from hermes.core.messages import (
     Message,

@@ -27,7 +27,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.messages import Message, Reasoning, ToolResult
 from hermes.routing.resolve import Resolved, resolve
 from hermes.wire import ToolSpec

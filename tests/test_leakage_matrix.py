@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 import pytest
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.errors import HermesError
 from hermes.core.messages import Message, Reasoning, ToolResult
 from hermes.emulate import Emulator

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.errors import ProviderHTTPError
 from hermes.core.messages import Message
 from hermes.replay import Settings

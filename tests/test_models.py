@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.agent.compaction import context_budget
 from hermes.agent.compactor import model_summarizer
 from hermes.builder.estimate import basis_for

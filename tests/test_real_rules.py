@@ -22,7 +22,7 @@ import orjson
 import pytest
 from _cli import cli
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.messages import Message, Reasoning, ToolResult, dumps
 from hermes.emulate import Emulator
 from hermes.routing.resolve import Resolved, resolve

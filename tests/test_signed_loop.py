@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.errors import ProviderHTTPError
 from hermes.core.messages import Message, Reasoning, RouteKey, ToolCall, ToolResult
 from hermes.emulate import Emulator

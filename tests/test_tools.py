@@ -93,7 +93,7 @@ def test_entry_points_are_what_importlib_metadata_finds(dists):
     import tempfile
     from pathlib import Path
 
-    from hermes import plugins
+    from hermes.tools import plugins
 
     with tempfile.TemporaryDirectory() as d:
         for i, (suffix, sections) in enumerate(dists):
@@ -117,7 +117,7 @@ def test_where_the_quick_look_cannot_see_it_leaves_it_to_the_full_scan(tmp_path,
     import sys
     import zipfile
 
-    from hermes import plugins
+    from hermes.tools import plugins
 
     egg = tmp_path / "thing-1.0.egg"
     (egg / "EGG-INFO").mkdir(parents=True)

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
-from hermes import provider
+from hermes.agent import provider
 from hermes.core.errors import (
     AuthFailed,
     ProviderConnectionError,
