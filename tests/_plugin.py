@@ -14,6 +14,6 @@ def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str,
     dist = site / f"{module}-0.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[hermes.tools.builtins]\n{entry} = {module}:tools\n")
+    (dist / "entry_points.txt").write_text(f"[hermes.tools]\n{entry} = {module}:tools\n")
     (site / f"{module}.py").write_text(source)
     monkeypatch.syspath_prepend(str(site))

@@ -58,7 +58,7 @@ def test_a_plugin_loads_in_a_fresh_process_and_none_costs_no_metadata_scan(tmp_p
     (plugin / "hermes_echo_plugin-0.1.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: hermes-echo-plugin\nVersion: 0.1\n")
     (plugin / "hermes_echo_plugin-0.1.dist-info" / "entry_points.txt").write_text(
-        "[console_scripts]\necho-it = hermes_echo_plugin:main\n\n[hermes.tools.builtins]\necho = hermes_echo_plugin:tools\n")
+        "[console_scripts]\necho-it = hermes_echo_plugin:main\n\n[hermes.tools]\necho = hermes_echo_plugin:tools\n")
     (plugin / "hermes_echo_plugin.py").write_text(
         "from hermes.tools.builtins import Tool\nfrom hermes.wire import ToolSpec\n"
         "def tools():\n    return [Tool(ToolSpec('echo', 'Echo text.'), lambda args, ctx: args.get('text', ''))]\n")
@@ -77,9 +77,9 @@ def test_a_plugin_loads_in_a_fresh_process_and_none_costs_no_metadata_scan(tmp_p
     assert "echo" not in names and "read_file" in names and scanned == "False"
 
 
-_SECTIONS = ["[hermes.tools.builtins]\n{n} = {n}_mod:tools\n", "[console_scripts]\n{n} = {n}_mod:main\n",
+_SECTIONS = ["[hermes.tools]\n{n} = {n}_mod:tools\n", "[console_scripts]\n{n} = {n}_mod:main\n",
              "[hermes.toolsx]\n{n} = {n}_mod:tools\n", "[ hermes.tools.builtins ]\n{n} = {n}_mod:tools\n",
-             "# hermes.tools.builtins in a comment\n", "[hermes.tools.builtins]\n"]
+             "# hermes.tools.builtins in a comment\n", "[hermes.tools]\n"]
 
 
 @settings(max_examples=40, deadline=None)
@@ -121,7 +121,7 @@ def test_where_the_quick_look_cannot_see_it_leaves_it_to_the_full_scan(tmp_path,
 
     egg = tmp_path / "thing-1.0.egg"
     (egg / "EGG-INFO").mkdir(parents=True)
-    (egg / "EGG-INFO" / "entry_points.txt").write_text("[hermes.tools.builtins]\nt = thing:tools\n")
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[hermes.tools]\nt = thing:tools\n")
     monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(egg)])
     assert plugins.may_declare("hermes.tools")  # an egg directory's EGG-INFO
     monkeypatch.setattr(sys, "path", [str(tmp_path / "missing")])
