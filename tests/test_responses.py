@@ -187,33 +187,73 @@ def test_stream_keeps_full_blob_from_output_item_done_not_the_partial(emulator: 
     assert ok.response.finish_reason == "stop"
 
 
-def test_switching_models_sends_no_foreign_encrypted_item(emulator: Any) -> None:
+# A reasoning item goes back only to the model that made it: sibling variants of one family
+# included (docs/replay.md, "Why a sibling variant's Responses item is not sent").
+SWITCHES = [("gpt-5", "gpt-5-mini"), ("gpt-5.1", "gpt-5.1-codex"), ("gpt-5.6-sol", "gpt-5.6-luna"),
+            ("o4-mini", "gpt-5")]
+
+
+@pytest.mark.parametrize(("made_by", "sent_to"), SWITCHES)
+def test_switching_models_sends_no_foreign_encrypted_item(emulator: Any, made_by: str, sent_to: str) -> None:
     name = "openai-responses"
-    history, _ = _loop(emulator, name, "gpt-5", stream=False)
-    gpt5 = [p for m in history for p in m.reasoning]
-    # Mid-loop switch: gpt-5 made the call, gpt-5-mini continues the same loop.
-    mini = resolve(name, emulator.url(name), "gpt-5-mini")
+    history, _ = _loop(emulator, name, made_by, stream=False)
+    made = [p for m in history for p in m.reasoning]
+    # Mid-loop switch: one model made the call, the other continues the same loop.
+    other = resolve(name, emulator.url(name), sent_to)
     open_loop = [*history, Message.user("again please")]
-    ex = provider.complete(resolve(name, emulator.url(name), "gpt-5"), open_loop, tools=TOOLS, api_key=KEY)
+    ex = provider.complete(resolve(name, emulator.url(name), made_by), open_loop, tools=TOOLS, api_key=KEY)
     call = ex.response.message.tool_calls[0]
     open_loop += [ex.response.message, Message("tool", (ToolResult(call.id, "c.txt"),))]
     start = len(emulator.requests(name))
-    done = provider.complete(mini, open_loop, tools=TOOLS, api_key=KEY)
+    done = provider.complete(other, open_loop, tools=TOOLS, api_key=KEY)
     body = _since(emulator, name, start)[0]
-    assert _reasoning_items(body) == [] and body["model"] == "gpt-5-mini"
+    assert _reasoning_items(body) == [] and body["model"] == sent_to
     assert any(i.get("type") == "function_call" and i["call_id"] == call.id for i in body["input"])
     assert done.response.finish_reason == "stop"
     assert all(d.action == "drop" for m in done.plan.messages for d in m.decisions)
-    # The emulator binds blobs to the model: had one gone, it would have been refused.
+    # The emulator binds blobs to the model: had one gone, it would have been refused...
     c = _client(emulator)
-    rs = gpt5[0]
+    rs = made[0]
     assert rs.item_id and rs.blob
-    with pytest.raises(openai.BadRequestError) as e:
-        c.responses.create(model="gpt-5-mini", store=False, input=[
+
+    def replay(model: str) -> Any:
+        return c.responses.create(model=model, store=False, input=[
             {"role": "user", "content": "x"},
             {"type": "reasoning", "id": rs.item_id, "summary": [], "encrypted_content": rs.blob},
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "y"}]}])
+
+    with pytest.raises(openai.BadRequestError) as e:
+        replay(sent_to)
     assert e.value.body["code"] == "invalid_encrypted_content"
+    assert e.value.body["message"] == f"The encrypted content {rs.blob[:4]}...{rs.blob[-4:]} could not be verified."
+    # ...while the model that made it takes it back.
+    assert replay(made_by).status == "completed"
+
+
+OPENAI_MODELS = st.sampled_from(["gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5-codex", "gpt-5.1", "gpt-5.1-codex",
+                                 "gpt-5.1-codex-mini", "gpt-5.5", "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna",
+                                 "o3", "o4-mini"])
+
+
+@settings(max_examples=120, deadline=None)
+@given(OPENAI_MODELS, OPENAI_MODELS, st.booleans())
+def test_a_reasoning_item_goes_only_to_the_model_that_made_it(made_by: str, sent_to: str, in_loop: bool) -> None:
+    """Never to another model, sibling variant or not; always to its own inside the open loop."""
+    target = resolve("openai-responses", "https://api.openai.com/v1", sent_to)
+    origin = resolve("openai-responses", "https://api.openai.com/v1", made_by).key
+    rs = Reasoning("I will look.", origin, "gAAAAABblob", "openai.encrypted", "rs_1")
+    history = [Message.user("list my files"), Message("assistant", (rs, ToolCall("call_1", "list_files", "{}"))),
+               Message("tool", (ToolResult("call_1", "a.txt"),))]
+    if not in_loop:
+        history += [Message("assistant", (Text("Done."),)), Message.user("thanks")]
+    body = wire.to_wire(plan_replay(history, target), tools=TOOLS, stream=False)
+    sent = _reasoning_items(body)
+    if made_by != sent_to:
+        assert sent == []
+    elif in_loop:
+        assert sent == [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "I will look."}],
+                         "encrypted_content": "gAAAAABblob"}]
+    assert all(i["encrypted_content"] == "gAAAAABblob" for i in sent)
 
 
 def test_openrouter_history_goes_to_responses_without_foreign_reasoning(emulator: Any) -> None:
