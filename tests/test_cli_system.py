@@ -69,6 +69,8 @@ def test_the_system_prompt_reaches_every_wire_and_a_resume_keeps_it(emulator: An
     assert _stored(hermes_home, sid) == [SYSTEM]  # stored once, with the first step
     shown = cli(hermes_home, "sessions", "show", sid).stdout
     assert "#0 system" in shown and SYSTEM in shown
+    md = cli(hermes_home, "sessions", "export", sid, "--format", "md").stdout
+    assert f"## system\n\n{SYSTEM}\n\n## user\n\nhi" in md
 
 
 def test_the_repl_takes_it_at_start_and_stores_it_once(emulator: Any, hermes_home: Path) -> None:
