@@ -254,9 +254,8 @@ def _exit_on_hangup() -> None:
 @click.option("--show-reasoning/--hide-reasoning", default=True, help="Print the model's reasoning as it streams.")
 @click.option("--title", default="", help="Title for a new session.")
 @click.option("--system", "-s", "system", metavar="TEXT",
-              help="System prompt, stored with the session's next turn: a resumed session keeps it, and a new "
-                   "--system replaces it from that turn on. Sent as each route takes one (a system message, "
-                   "Anthropic's and Bedrock's `system`, Gemini's systemInstruction).")
+              help="System prompt, stored with the session's next turn: a resumed session keeps it; a different "
+                   "--system later is added at that turn. Every route gets it as its wire takes a system prompt.")
 @click.option("--emulate", is_flag=True,
               help="Send every route to the running `hermes emulate` (HERMES_EMULATE=URL, default "
                    "http://127.0.0.1:8765), with the emulator's key: offline, no account needed.")
