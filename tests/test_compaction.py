@@ -21,7 +21,7 @@ from hermes.agent.compaction import (
 from hermes.agent.compactor import AutoCompactor, compress_session
 from hermes.agent.loop import Agent
 from hermes.builder import estimate as est
-from hermes.core.history import window
+from hermes.core.history import system_prompt, window
 from hermes.core.messages import (
     Compaction,
     Message,
@@ -286,7 +286,10 @@ def histories(draw: Any) -> list[Message]:
     out: list[Message] = []
     if draw(st.booleans()):
         out += [Message.user("ancient"), Message("user", (Compaction("older summary " + draw(WORDS), 2),))]
+    prompt_at = draw(st.one_of(st.none(), st.integers(0, 5)))  # `chat --system` before that turn
     for turn in range(draw(st.integers(1, 6))):
+        if turn == prompt_at:
+            out.append(Message.system(f"system prompt {draw(WORDS)}"))
         out.append(Message.user(f"question {turn} {draw(WORDS)}"))
         for step in range(draw(st.integers(0, 2))):
             origin = draw(st.sampled_from(ORIGINS))
@@ -339,6 +342,8 @@ def test_compress_lands_under_budget_keeps_reasoning_and_is_idempotent(
     assert all(p.call_id in calls for m in win for p in m.parts if isinstance(p, ToolResult))
     last_user = max(i for i, m in enumerate(history) if m.role == "user" and not isinstance(m.parts[0], Compaction))
     assert any(m is history[last_user] for m in win)
+    # The system prompt in force stays in force (kept after the checkpoint, never summarised).
+    assert system_prompt(new) == system_prompt(history)
     # Idempotent: compressing the output again changes nothing.
     assert compress(new, target, summarize=_summary, budget=budget, keep_last=keep_last, factor=factor) is None
 

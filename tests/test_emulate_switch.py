@@ -87,3 +87,32 @@ def test_the_examples_in_emulate_help_work(emulator: Any, hermes_home: Path) -> 
         r = _run(hermes_home, *args, env={"HERMES_EMULATE": emulator.root} if "--emulate" in args else None)
         assert r.returncode == 0, (line, r.stderr)
         assert "Done (deepseek-v4)" in r.stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_readmes_first_line_works_as_typed(hermes_home: Path, tmp_path: Path) -> None:
+    """``hermes emulate & hermes chat --emulate …`` starts both at once: the chat is ready before
+    the emulator listens, and waits for it rather than failing. Only the port differs (a free
+    one, so parallel runs do not meet), and ``hermes`` is this interpreter's."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = readme.split("## Use it", 1)[1].split("```sh\n", 1)[1]
+    line = block.splitlines()[0].split("#", 1)[0].strip()
+    assert line.startswith("hermes emulate & hermes chat --emulate "), line
+    port = _free_port()
+    hermes = f"{shlex.quote(sys.executable)} -m hermes"
+    typed = line.replace("hermes emulate", f"{hermes} emulate --port {port}", 1).replace(
+        "hermes chat", f"{hermes} chat", 1)
+    script = f"{typed}\nrc=$?\nkill $! 2>/dev/null\nwait\nexit $rc\n"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(HERMES_HOME=str(hermes_home), HERMES_EMULATE=f"http://127.0.0.1:{port}")
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "Done (deepseek-v4)" in r.stdout and "session " in r.stderr
+    assert len(Store(hermes_home / "state.db").list_sessions()) == 1

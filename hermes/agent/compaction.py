@@ -2,12 +2,13 @@
 
 ``compress(history, resolved, summarize=..., budget=...)`` returns the new *tail* of a session:
 
-    [checkpoint (user, Compaction(summary, replaced=k)), *retained messages]
+    [checkpoint (user, Compaction(summary, replaced=k)), *system messages, *retained messages]
 
 The retained messages are the very ``Message`` objects from the history — every reasoning
 text, signature, redacted blob, encrypted item and native record is untouched — covering the
 last ``keep_last`` user turns, which always include the whole open tool loop. A cut is only
 ever made right before a user message, so a tool call is never separated from its results.
+System messages before the cut (the session's system prompt) are kept too, after the checkpoint.
 
 This module is pure: histories in, a tail out. Running it — the summary request, storing the
 checkpoint, the agent's preflight hook — is :mod:`hermes.agent.compactor`.
@@ -262,27 +263,32 @@ def _compact_once(
             n -= 1
     old = list(msgs[:cut])
     retained = list(msgs[cut:])
-    if len(old) <= lead:  # nothing but the previous checkpoint before the cut
+    # the system prompt (``chat --system``) is an instruction, not conversation: it is kept as
+    # it is, right after the checkpoint, so the new window still sends it
+    system = [i for i in range(lead, cut) if msgs[i].role == "system"]
+    if len(old) - len(system) <= lead:  # nothing but the previous checkpoint (and the prompt) before the cut
         if before <= budget:
             return None
         return _salvage(w, lead, budget, before, resolved, notes=("nothing old enough to summarise",))
     prior = msgs[0].parts[0] if lead and isinstance(msgs[0].parts[0], Compaction) else None
-    replaced = len(old) - lead + (prior.replaced if prior else 0)
+    replaced = len(old) - lead - len(system) + (prior.replaced if prior else 0)
     try:
-        summary = summarize(old).strip()
+        summary = summarize([m for m in old if m.role != "system"]).strip()
         if not summary:
             raise CompactionError("the summary was empty")
     except Exception as e:  # any failure of the summary call → salvage, and say why
         return _salvage(w, lead, budget, before, resolved,
                         notes=(f"summary call failed: {type(e).__name__}: {str(e)[:160]}",))
     cp = Message("user", (Compaction(summary, replaced),))
-    after = w.total([_own_cost(cp, resolved), *costs[cut:]])
+    tail = [cp, *(msgs[i] for i in system), *retained]
+    tail_costs = [_own_cost(cp, resolved), *(costs[i] for i in system), *costs[cut:]]
+    after = w.total(tail_costs)
     if after < before and after <= budget:
-        return Outcome([cp, *retained], replaced, len(retained), before, after)
+        return Outcome(tail, replaced, len(tail) - 1, before, after)
     if after >= before:
         return _salvage(w, lead, budget, before, resolved, notes=("the summary was not smaller",))
     # Smaller but still over budget: stub tool outputs inside the retained turns.
-    return _stub([cp, *retained], [_own_cost(cp, resolved), *costs[cut:]], w, budget, before, resolved,
+    return _stub(tail, tail_costs, w, budget, before, resolved,
                  replaced=replaced, notes=("retained turns still over budget",))
 
 

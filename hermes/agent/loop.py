@@ -85,9 +85,12 @@ class Agent:
                               api_key=self.api_key, transport=self.transport, builder=self.builder, emit=self._emit)
 
     def run_turn(self, session_id: str, user_text: str, resolved: Resolved, *,
-                 history: list[Message] | None = None) -> TurnResult:
+                 history: list[Message] | None = None, system: str | None = None) -> TurnResult:
         """One user turn. ``history``: the stored history when the caller already holds it
-        (``hermes.builder.hot``); else it is loaded."""
+        (``hermes.builder.hot``); else it is loaded. ``system``: the session's system prompt
+        from here on — a system message stored with the turn's first step, unless the prompt
+        in force already reads the same (so passing it on every turn stores it once)."""
+        from ..core.history import system_prompt
         from ..rejections import RetryState, learned_for, recover, values_for
 
         if history is None:
@@ -96,6 +99,8 @@ class Agent:
             self.transport = Transport()
         ctx = None if self.compactor is None else self._compact_context(session_id)
         pending: list[Message] = [Message.user(user_text)]
+        if system is not None and system != system_prompt(history):
+            pending.insert(0, Message.system(system))
         result = TurnResult(session_id, "", 0, "step_limit")
         for step in range(self.max_steps):
             # what the route taught, read once a step (another process may have learned since

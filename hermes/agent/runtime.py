@@ -238,16 +238,17 @@ class Runtime:
         return Fenced(self.store, lease)
 
     def turn(self, agent: Agent, session_id: str, text: str, resolved: Resolved, *, lease: Lease | None = None,
-             history: list[Message] | None = None) -> TurnResult:
+             history: list[Message] | None = None, system: str | None = None) -> TurnResult:
         """One user turn under the session's lease: ``lease`` when the caller holds it (the
-        gateway's async lock), else taken here for the turn (the CLI)."""
+        gateway's async lock), else taken here for the turn (the CLI). ``system``: see
+        ``Agent.run_turn``."""
         if lease is None:
             with self.lease(session_id) as held:
-                return self.turn(agent, session_id, text, resolved, lease=held, history=history)
+                return self.turn(agent, session_id, text, resolved, lease=held, history=history, system=system)
         own = agent.store
         agent.store = self.fenced(lease)
         try:
-            return agent.run_turn(session_id, text, resolved, history=history)
+            return agent.run_turn(session_id, text, resolved, history=history, system=system)
         finally:
             agent.store = own
 

@@ -253,19 +253,23 @@ def _exit_on_hangup() -> None:
 @click.option("--max-steps", type=click.IntRange(1, 200), help="Model calls per user turn (default 12).")
 @click.option("--show-reasoning/--hide-reasoning", default=True, help="Print the model's reasoning as it streams.")
 @click.option("--title", default="", help="Title for a new session.")
+@click.option("--system", "-s", "system", metavar="TEXT",
+              help="System prompt, stored with the session's next turn: a resumed session keeps it; a different "
+                   "--system later is added at that turn. Every route gets it as its wire takes a system prompt.")
 @click.option("--emulate", is_flag=True,
               help="Send every route to the running `hermes emulate` (HERMES_EMULATE=URL, default "
                    "http://127.0.0.1:8765), with the emulator's key: offline, no account needed.")
 def chat(query: str | None, provider: str | None, model: str | None, base_url: str | None, api_key: str | None,
          resume: str | None, cont: bool, stream: bool | None, as_json: bool, effort: str | None,
          no_thinking: bool, allow_commands: bool, allow_writes: bool, allow_read: tuple[str, ...], max_steps: int | None,
-         show_reasoning: bool, title: str, emulate: bool) -> None:
+         show_reasoning: bool, title: str, system: str | None, emulate: bool) -> None:
     """Talk to a model. Every request replays the model's earlier reasoning as its route takes it.
 
     \b
     hermes chat -q "summarise README.md" -p deepseek -m deepseek-v4
     hermes chat --resume 3f2a9c01bd7e           # continue a session in a new process
     hermes chat -c -p openrouter -m anthropic/claude-sonnet-4.5   # switch provider, keep going
+    git diff | hermes chat -q "review this" -s "You are a terse reviewer."
     hermes emulate &  hermes chat --emulate -q hi -p deepseek -m deepseek-v4   # offline
 
     In the REPL: /branch, /compress, /model [PROVIDER:]MODEL, /effort LEVEL, /key (asked without
@@ -288,6 +292,8 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         raise click.UsageError("use --resume ID or --continue, not both")
     if as_json and not query:
         raise click.UsageError("--json needs -q")
+    if system is not None and not system.strip():
+        raise click.UsageError("--system needs some text: an empty system prompt is not one")
     if query is not None:  # piped stdin follows the question (`cat f | hermes chat -q "explain"`); -q - is stdin alone
         stdin = _piped_text()
         if query == "-":
@@ -344,7 +350,7 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         agent = runtime.agent(load_toolbox(ctx, sources=sources), api_key=key, on_event=printer,
                               thinking=not no_thinking, effort=effort, stream=stream, max_steps=max_steps)
         if query is not None:
-            result = runtime.turn(agent, sid, query, resolved)
+            result = runtime.turn(agent, sid, query, resolved, system=system)
             printer.end_turn(result.answer)
             if as_json:
                 echo_json({"session_id": sid, "answer": result.answer, "steps": result.steps,
@@ -361,4 +367,4 @@ def chat(query: str | None, provider: str | None, model: str | None, base_url: s
         raise
     from .repl import run_repl
 
-    run_repl(runtime, agent, sid, resolved, printer, pending=piped, api_key=api_key)
+    run_repl(runtime, agent, sid, resolved, printer, pending=piped, api_key=api_key, system=system)

@@ -112,10 +112,11 @@ def _ask_key(route: Route) -> str:
 
 
 def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, printer: _Printer, *,
-             pending: Sequence[str] = (), api_key: str | None = None) -> None:
+             pending: Sequence[str] = (), api_key: str | None = None, system: str | None = None) -> None:
     """The REPL; ``pending`` are input lines already read (the first piped line). ``api_key``
     (``--api-key``) belongs to the route the chat started on: after ``/model`` to another
-    provider the key is that provider's own, as for a gateway turn."""
+    provider the key is that provider's own, as for a gateway turn. ``system`` (``--system``)
+    goes with every turn; it is stored once, with the first turn whose prompt in force differs."""
     store = runtime.store
     given_keys: dict[str, str] = {resolved.route.key: api_key} if api_key else {}
     """Keys given for routes in this session (``--api-key`` for the first, ``/key``): memory only."""
@@ -213,7 +214,7 @@ def run_repl(runtime: Runtime, agent: Agent, sid: str, resolved: Resolved, print
         try:
             if agent.api_key is None:  # started without a key, or none given yet: ask the lookup again
                 agent.api_key = runtime.key(resolved, given_keys.get(resolved.route.key))
-            result = runtime.turn(agent, sid, text, resolved)
+            result = runtime.turn(agent, sid, text, resolved, system=system)
             printer.end_turn(result.answer)
         except KeyboardInterrupt:
             printer.end_turn("")

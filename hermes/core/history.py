@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from .messages import Compaction, Message
 
-__all__ = ["closes_loop", "latest_checkpoint", "open_loop_start", "window"]
+__all__ = ["closes_loop", "latest_checkpoint", "open_loop_start", "system_prompt", "window"]
 
 
 def latest_checkpoint(history: Sequence[Message], lo: int = 0) -> int | None:
@@ -46,3 +46,13 @@ def open_loop_start(messages: Sequence[Message]) -> int:
         if closes_loop(messages, i):
             return i + 1
     return 0
+
+
+def system_prompt(history: Sequence[Message]) -> str | None:
+    """The system prompt in force: the text of the newest system message in the window that is
+    sent (``None``: there is none). ``hermes chat --system`` adds one only when it differs, so a
+    resumed session keeps the one it was given and a repeated flag adds nothing."""
+    for m in reversed(window(history)[1]):
+        if m.role == "system":
+            return m.text
+    return None

@@ -19,7 +19,7 @@ from ..core.errors import ConfigError
 from .resolve import Resolved, parse_base_url
 from .routes import Route
 
-__all__ = ["DEFAULT_ROOT", "EMULATOR_KEY", "check_running", "emulated", "emulated_url", "emulator_root"]
+__all__ = ["DEFAULT_ROOT", "EMULATOR_KEY", "STARTING_S", "check_running", "emulated", "emulated_url", "emulator_root"]
 
 DEFAULT_ROOT = "http://127.0.0.1:8765"
 """Where ``hermes emulate`` listens by default."""
@@ -73,12 +73,26 @@ def emulated(resolved: Resolved, root: str) -> Resolved:
                    why=(*resolved.why, f"HERMES_EMULATE: served by the emulator at {url}"))
 
 
-def check_running(root: str, *, timeout_s: float = 1.0) -> None:
-    """A clear error, before anything is sent or stored, when nothing listens at ``root``."""
+STARTING_S = 5.0
+"""How long ``check_running`` waits for an emulator to start listening: the README's first line
+is ``hermes emulate & hermes chat --emulate …``, and the chat is ready before the emulator."""
+
+
+def check_running(root: str, *, wait_s: float = STARTING_S) -> None:
+    """A clear error, before anything is sent or stored, when nothing listens at ``root`` within
+    ``wait_s`` (an emulator started in the same command line is still importing)."""
+    import time
+
     parts = urlsplit(root)
-    try:
-        socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=timeout_s).close()
-    except OSError:
-        raise ConfigError(f"no emulator answers at {root}",
-                          hint="start one first: `hermes emulate &` (or point HERMES_EMULATE at where it "
-                               "listens)") from None
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=1.0).close()
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+    raise ConfigError(f"no emulator answers at {root} (waited {wait_s:g} s)",
+                      hint="start one first: `hermes emulate &` (or point HERMES_EMULATE at where it "
+                           "listens)") from None
