@@ -93,11 +93,11 @@ def served(tmp_path: Path) -> Iterator[str]:
         import time
 
         deadline = time.monotonic() + 30
-        while "deepseek " not in (text := err.read_text() if err.exists() else ""):
+        while " provider emulators on " not in (text := err.read_text() if err.exists() else ""):
             assert proc.poll() is None and time.monotonic() < deadline, text
             time.sleep(0.05)
-        line = next(x for x in text.splitlines() if x.startswith("deepseek "))
-        root = line.split()[1].rsplit("/deepseek", 1)[0]
+        line = next(x for x in text.splitlines() if " provider emulators on " in x)
+        root = line.split(" on ", 1)[1].split("/<route>", 1)[0]
         while True:  # the URLs are printed before the server listens
             try:
                 httpx.get(f"{root}/_log", timeout=5)
@@ -121,6 +121,30 @@ def test_hermes_emulate_takes_only_its_key_and_its_models(served: str) -> None:
         (400, "Model Not Exist")
     r = _messages(f"{served}/anthropic", "claude-opus-4-5", key="sk-ant-wrong")
     assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+
+
+def test_hermes_emulate_is_quiet_in_a_shared_terminal_unless_asked(served: str, tmp_path: Path) -> None:
+    """It usually runs with ``&`` in the terminal the chat uses: three lines at start, none per
+    request; ``--urls`` lists every base URL."""
+    assert _chat(f"{served}/deepseek/v1", "deepseek-v4").status_code == 200
+    assert _chat(f"{served}/deepseek/v1", "deepseek-v4", key="wrong").status_code == 401
+    import time
+
+    time.sleep(0.3)
+    printed = (tmp_path / "emulate.out").read_text().splitlines()
+    assert len(printed) == 3 and not any("HTTP/1.1" in x or x.startswith("INFO") for x in printed), printed
+    listed = subprocess.run([sys.executable, "-m", "hermes", "emulate", "--port", "0", "--urls", "--only", "nope"],
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 2 and "unknown personality: nope" in listed.stderr
+    r = subprocess.Popen([sys.executable, "-m", "hermes", "emulate", "--port", "0", "--urls", "--only", "deepseek",
+                          "--only", "kimi"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert r.stdout is not None
+        first = [r.stdout.readline() for _ in range(2)]
+        assert [x.split()[0] for x in first] == ["deepseek", "kimi"] and "/deepseek/v1" in first[0], first
+    finally:
+        r.terminate()
+        r.wait(30)
 
 
 def test_chat_against_hermes_emulate_rehearses_an_unknown_model(served: str, hermes_home: Path) -> None:

@@ -18,7 +18,10 @@ __all__ = ["emulate"]
 @click.option("--model", "models", multiple=True, metavar="GLOB",
               help="Serve this model id or glob on every personality besides the profiled ones (repeatable). "
                    "Other models get the provider's unknown-model error.")
-def emulate(port: int, only: tuple[str, ...], keys: tuple[str, ...], any_key: bool, models: tuple[str, ...]) -> None:
+@click.option("--urls", is_flag=True, help="List every personality's base URL at start.")
+@click.option("--access-log", is_flag=True, help="Print a line per request (the full log is GET /_log either way).")
+def emulate(port: int, only: tuple[str, ...], keys: tuple[str, ...], any_key: bool, models: tuple[str, ...],
+            urls: bool, access_log: bool) -> None:
     """Serve every provider personality on 127.0.0.1: strict schemas, must-echo 400s, signed blobs
     verified byte-exact, a scripted reasoning model that calls one tool and answers.
 
@@ -39,10 +42,13 @@ def emulate(port: int, only: tuple[str, ...], keys: tuple[str, ...], any_key: bo
     emu = Emulator(list(only) or None, port=port, keys=None if any_key else (keys or ("sk-emulator",)))
     if models:
         emu.state.add_models("*", *models)
-    for name in emu.names:
-        click.echo(f"{name:18} {emu.url(name)}")
+    if urls:
+        for name in emu.names:
+            click.echo(f"{name:18} {emu.url(name)}")
+    else:  # quiet by default: it often runs with & in the terminal the chat uses
+        click.echo(f"{len(emu.names)} provider emulators on {emu.root}/<route>/…  (--urls lists them)")
     click.echo("keys: any" if any_key else f"keys: {', '.join(keys or ('sk-emulator',))}   models: the model "
                "profiles, each personality's own" + (f", {', '.join(models)}" if models else ""))
     click.echo(f"control: POST {emu.root}/_control/NAME   log: GET {emu.root}/_log   (Ctrl-C stops)")
     with contextlib.suppress(KeyboardInterrupt):
-        emu.serve_forever()
+        emu.serve_forever(access_log=access_log)

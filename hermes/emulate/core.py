@@ -239,11 +239,13 @@ class Emulator:
             time.sleep(0.01)
         return self
 
-    def serve_forever(self) -> None:
-        """Foreground mode for ``hermes emulate``."""
+    def serve_forever(self, *, access_log: bool = False) -> None:
+        """Foreground mode for ``hermes emulate``: uvicorn says only what went wrong, and each
+        request only when asked."""
         import uvicorn
 
-        config = uvicorn.Config(_app(self.state, self.names), log_level="info", lifespan="off")
+        config = uvicorn.Config(_app(self.state, self.names), log_level="info" if access_log else "warning",
+                                access_log=access_log, lifespan="off")
         uvicorn.Server(config).run(sockets=[self._sock])
 
     def stop(self) -> None:
