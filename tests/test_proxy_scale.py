@@ -220,7 +220,7 @@ def test_kill_9_mid_write_leaves_no_partial_entry_and_the_retry_works_elsewhere(
     # its client has not seen the response end (the write comes first)
     idle = ("SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
             " AND datname = current_database()")
-    wait_for(lambda: fleet.sql(idle) != [(0,)])
+    wait_for(lambda: fleet.sql(idle + " AND state_change < now() - interval '1 second'") != [(0,)])  # not a read
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.wait()
     t.join(timeout=30)

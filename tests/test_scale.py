@@ -157,9 +157,11 @@ def test_kill_9_mid_commit_leaves_no_partial_step_and_another_worker_continues(f
 
     t = threading.Thread(target=doomed)
     t.start()
-    # the slow worker's first step has written its rows and sits before COMMIT
+    # the slow worker's first step has written its rows and sits before COMMIT: idle in a
+    # transaction for a second or more (a read between statements is idle for microseconds)
     wait_for(lambda: fleet.sql("SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
-                                " AND datname = current_database()") != [(0,)])
+                                " AND datname = current_database()"
+                                " AND state_change < now() - interval '1 second'") != [(0,)])
     os.kill(slow.pid, signal.SIGKILL)
     slow.wait()
     t.join()
