@@ -76,10 +76,16 @@ def recording() -> Iterator[Recording]:
 
 
 @pytest.fixture(scope="module")
-def proxy(recording: Recording) -> Iterator[Any]:
-    """One proxy for the module's route cases, on the recording emulators (Anthropic relayed too)."""
-    with running_proxy(recording, anthropic=recording.url("anthropic")) as px:
-        yield px
+def proxy(recording: Recording, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One proxy for the module's route cases, on the recording emulators (Anthropic relayed
+    too), its memory in a HERMES_HOME of its own (never the machine's ``~/.hermes``)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HERMES_HOME", str(tmp_path_factory.mktemp("claude-code-proxy-home")))
+    try:
+        with running_proxy(recording, anthropic=recording.url("anthropic")) as px:
+            yield px
+    finally:
+        mp.undo()
 
 
 @contextmanager
