@@ -17,7 +17,7 @@ import orjson
 
 from hermes.emulate import Emulator
 
-__all__ = ["TEXT_KEYS", "Recording", "carriers_of", "chat_turns", "message_turns"]
+__all__ = ["TEXT_KEYS", "Recording", "carriers_of", "chat_turns", "message_turns", "refusals"]
 
 TEXT_KEYS = ("reasoning_content", "reasoning")
 """The chat wire's readable reasoning fields (DeepSeek, Kimi, GLM, Gemini: the first; OpenRouter: the second)."""
@@ -179,4 +179,22 @@ def message_turns(emu: Recording, route: str, since: int = 0) -> dict[str, list[
         for b in blocks:
             if b.get("type") == "tool_use":
                 out[b["id"]] = thinking
+    return out
+
+
+def refusals(emu: Recording, route: str, since: int = 0) -> list[bytes]:
+    """The error answers the route gave (answers from index ``since`` on): every request
+    accepted is none. An answer to a request the route serves is a stream or a JSON object
+    without ``error`` (Anthropic's errors are ``{"type": "error", ...}``)."""
+    out = []
+    for at, raw in emu.answers[since:]:
+        if not at.startswith(f"/{route}/") or not raw.lstrip().startswith(b"{"):
+            continue
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            out.append(raw)
+            continue
+        if not isinstance(data, dict) or "error" in data or data.get("type") == "error":
+            out.append(raw)
     return out

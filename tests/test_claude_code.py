@@ -36,7 +36,7 @@ import pytest
 from _loopback import Seen, Upstream, send_json
 from _npm import _unavailable, npm_client
 from _proxy import running_proxy
-from _recording import Recording, carriers_of, chat_turns, message_turns
+from _recording import Recording, carriers_of, chat_turns, message_turns, refusals
 
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD
 from hermes.store import Store
@@ -187,7 +187,9 @@ def test_claude_code_tool_loop_keeps_the_routes_reasoning(claude: Path, recordin
     assert f"Done ({model}): 2 scripted tool call(s) made." in out["result"]
     loop = _loop_requests(recording, route, before)
     assert len(loop) >= 2
-    assert all(bool(q["body"].get("stream")) is streamed for q in loop), "streamed, or not, all the way"
+    assert refusals(recording, route, answered) == [], "every request accepted, none retried"
+    chats = [q for q in recording.requests(route)[before:] if q["path"].endswith("/chat/completions")]
+    assert all(bool(q["body"].get("stream")) is streamed for q in chats), "streamed, or not, all the way"
     last = loop[-1]["body"]["messages"]
     results = [str(m["content"]) for m in last if m.get("role") == "tool"]
     assert any("marmalade" in c for c in results) and any("quince" in c for c in results)  # Read ran
@@ -275,6 +277,7 @@ def test_claude_code_on_anthropic_itself_keeps_its_signatures(claude: Path, reco
     assert f"Done ({model}): 2 scripted tool call(s) made." in json.loads(r.stdout)["result"]
     sent = [q for q in recording.requests("anthropic")[before:] if q["path"].endswith("/v1/messages")]
     assert sent and all(bool(q["body"].get("stream")) is streamed for q in sent)
+    assert refusals(recording, "anthropic", answered) == [], "every request accepted, none retried"
     turns = [m["content"] for m in sent[-1]["body"]["messages"] if m["role"] == "assistant"
              and isinstance(m["content"], list) and any(b.get("type") == "tool_use" for b in m["content"])]
     assert len(turns) == 2

@@ -36,7 +36,7 @@ import pytest
 from _loopback import proxy_process
 from _npm import npm_client
 from _proxy import running_proxy
-from _recording import Recording, carriers_of, chat_turns
+from _recording import Recording, carriers_of, chat_turns, refusals
 
 from hermes.proxy import Bounds
 from hermes.proxy.seal import KEY_FILE
@@ -130,6 +130,7 @@ def _check_loop(recording: Recording, route: str, sent: list[dict[str, Any]], an
     """A two-call Codex loop as the route got it: three requests, each accepted, every tool-call
     turn carrying exactly what the route's answer for it carried. Its assistant tool-call turns."""
     assert len(sent) == 3, "two tool calls, then the answer: one request each"
+    assert refusals(recording, route, answered) == [], "every request accepted, none retried"
     assert all(q["body"].get("stream") is True for q in sent), "Codex streams: so does the route"
     commands = _items(events, "command_execution")
     assert len(commands) == 2 and all(c["exit_code"] == 0 for c in commands), commands
@@ -188,6 +189,7 @@ def test_codex_resumes_through_another_proxy_process_with_the_same_key(recording
     assert code == 0, err[-2000:]
     sent = recording.requests(route)[before:]
     assert len(sent) == 3, "the resumed run: two tool calls, then the answer"
+    assert refusals(recording, route, answered) == [], "every request accepted, none retried"
     for q in sent:  # the first run's turn, every carrier, from its envelope alone — on every request
         assert next(m for m in q["body"]["messages"] if m["role"] == "assistant") == first[0]
     assert "2 scripted tool call(s) made" in _items(events, "agent_message")[-1]["text"]
@@ -248,6 +250,7 @@ def test_codex_tool_loop_on_anthropic_keeps_its_signed_thinking(recording: Recor
     assert code == 0, err[-2000:]
     sent = [q for q in recording.requests("anthropic") if q["path"].endswith("/v1/messages")]
     assert len(sent) == 3 and all(q["body"].get("stream") is True for q in sent), "Codex streams: so does the route"
+    assert refusals(recording, "anthropic") == [], "every request accepted, none retried"
     minted = _minted(recording, "/anthropic/v1/messages")
     assert len(minted) == 3 and all(len(b) == 1 and b[0]["signature"] for b in minted)
     assert "2 scripted tool call(s) made" in _items(events, "agent_message")[-1]["text"]
