@@ -225,7 +225,7 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        emu, emu_url = start(["emulate", "--port", "0", "--only", "deepseek"], home, "deepseek ", "emulator")
+        emu, emu_url = start(["emulate", "--port", "0", "--only", "deepseek", "--any-key", "--urls"], home, "deepseek ", "emulator")
         emu_url = emu_url.strip()
         px, root = start(["proxy", "--port", "0", "--upstream", f"deepseek={emu_url}", *(["--pin"] * a.pin)], home,
                          "listening on ", "proxy")

@@ -9,9 +9,15 @@ item's ``encrypted_content`` back itself. The proxy's memory here keeps nothing 
 one byte), so every restore comes from the envelope Codex carried. The prompt scripts the
 emulator's model (``#call=``): two shell commands through Codex's own ``exec_command`` tool,
 then the answer — three requests, each accepted, the later ones carrying exactly the reasoning
-the route returned for every earlier tool-call turn. Sent straight to the emulator, Codex gets
-the route's 404 for ``/responses`` (DeepSeek has no Responses API) and does not run at all; sent
-straight to the Anthropic emulator it gets Anthropic's 404 too (Anthropic has no Responses API).
+the route returned for every earlier tool-call turn (compared with the emulator's own answers,
+kept byte for byte: ``tests/_recording.py``). ``codex exec resume`` through a second ``hermes
+proxy`` process — its own empty memory, a copy of the first one's seal key — restores the first
+run's turns from Codex's session alone. Sent straight to the emulator, Codex gets the route's 404
+for ``/responses`` (DeepSeek, Kimi, GLM and Gemini's OpenAI endpoint have no Responses API) and
+does not run at all; sent straight to the Anthropic emulator it gets Anthropic's 404 too.
+
+Codex streams every request (it has no unstreamed mode), so every case here is streamed; the
+Responses door unstreamed is tests/test_proxy_responses_door.py's (the openai SDK, ``json``).
 
 Codex is kept off any network but loopback: ``HTTPS_PROXY`` points at a closed loopback port,
 with loopback itself exempt (``NO_PROXY``), and its analytics and update check are off.
@@ -27,11 +33,13 @@ from typing import Any
 
 import orjson
 import pytest
+from _loopback import proxy_process
 from _npm import npm_client
 from _proxy import running_proxy
+from _recording import Recording, carriers_of, chat_turns, refusals
 
-from hermes.emulate import Emulator
 from hermes.proxy import Bounds
+from hermes.proxy.seal import KEY_FILE
 from hermes.replay import PAD
 
 CODEX = ("@openai/codex", "0.171.0", "codex")
@@ -48,7 +56,9 @@ def codex() -> Path:
     return npm_client(*CODEX)
 
 
-def _config(home: Path, base_url: str, model: str) -> None:
+def _config(home: Path, base_url: str, model: str, provider: str = "") -> None:
+    """Codex's ``config.toml``: the ``hermes`` provider at ``base_url``, Responses wire
+    (``provider``: more lines for that table)."""
     home.mkdir(parents=True, exist_ok=True)
     # OpenRouter's models think when asked: Codex asks with an effort (the route's reasoning.effort)
     effort = 'model_reasoning_effort = "medium"\n' if "/" in model else ""
@@ -64,21 +74,23 @@ name = "hermes proxy"
 base_url = "{base_url}"
 env_key = "HERMES_TEST_KEY"
 wire_api = "responses"
-''')
+{provider}''')
 
 
-def _run(codex: Path, tmp: Path, base_url: str, model: str) -> tuple[int, list[dict[str, Any]], str]:
-    """``codex exec --json`` in a work folder holding note.txt: (exit code, its JSON events, stderr)."""
+def _run(codex: Path, tmp: Path, base_url: str, model: str, *, prompt: str = PROMPT, resume: bool = False,
+         provider: str = "") -> tuple[int, list[dict[str, Any]], str]:
+    """``codex exec --json`` (``resume``: ``codex exec resume --last``, the session before it
+    in ``tmp`` continued) in a work folder holding note.txt: (exit code, its JSON events, stderr)."""
     work, home = tmp / "work", tmp / "codex-home"
     work.mkdir(exist_ok=True)
     (work / "note.txt").write_text(NOTE)
-    _config(home, base_url, model)
+    _config(home, base_url, model, provider)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp), "CODEX_HOME": str(home), "HERMES_TEST_KEY": "sk-codex",
            "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost",
            "TERM": "dumb"}
-    done = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "--json", "--dangerously-bypass-approvals-and-sandbox",
-                           PROMPT], cwd=work, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
-                          check=False)
+    done = subprocess.run([str(codex), "exec", *(["resume", "--last"] * resume), "--skip-git-repo-check", "--json",
+                           "--dangerously-bypass-approvals-and-sandbox", prompt], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL, check=False)
     events = []
     for line in done.stdout.splitlines():
         if line.startswith("{"):
@@ -89,19 +101,37 @@ def _run(codex: Path, tmp: Path, base_url: str, model: str) -> tuple[int, list[d
     return done.returncode, events, done.stderr
 
 
+@pytest.fixture(scope="module")
+def recording() -> Iterator[Recording]:
+    with Recording() as emu:
+        yield emu
+
+
+@pytest.fixture(scope="module")
+def px(recording: Recording, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One proxy for the module's tool loops, on the recording emulators (Anthropic too), whose
+    memory keeps nothing (its bound is one byte): every restore comes from an envelope. Its
+    state lives in a HERMES_HOME of its own."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HERMES_HOME", str(tmp_path_factory.mktemp("codex-proxy-home")))
+    try:
+        with running_proxy(recording, bounds=Bounds(max_bytes=1), anthropic=recording.url("anthropic")) as proxy:
+            yield proxy
+    finally:
+        mp.undo()
+
+
 def _items(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == kind]
 
 
-@pytest.mark.parametrize(("route", "model"), ROUTES, ids=[f"{r}:{m.split('/')[0]}" for r, m in ROUTES])
-def test_codex_tool_loop_through_the_responses_door(emulator: Any, codex: Path, tmp_path: Path, route: str,
-                                                    model: str) -> None:
-    before = len(emulator.requests(route))
-    with running_proxy(emulator, bounds=Bounds(max_bytes=1)) as px:  # the memory keeps nothing
-        code, events, err = _run(codex, tmp_path, px.url(route) + "/v1", model)
-    assert code == 0, err[-2000:]
-    sent = emulator.requests(route)[before:]
+def _check_loop(recording: Recording, route: str, sent: list[dict[str, Any]], answered: int,
+                events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A two-call Codex loop as the route got it: three requests, each accepted, every tool-call
+    turn carrying exactly what the route's answer for it carried. Its assistant tool-call turns."""
     assert len(sent) == 3, "two tool calls, then the answer: one request each"
+    assert refusals(recording, route, answered) == [], "every request accepted, none retried"
+    assert all(q["body"].get("stream") is True for q in sent), "Codex streams: so does the route"
     commands = _items(events, "command_execution")
     assert len(commands) == 2 and all(c["exit_code"] == 0 for c in commands), commands
     answer = _items(events, "agent_message")
@@ -109,57 +139,85 @@ def test_codex_tool_loop_through_the_responses_door(emulator: Any, codex: Path, 
     last = sent[-1]["body"]["messages"]
     turns = [m for m in last if m["role"] == "assistant"]
     assert len(turns) == 2 and all(m.get("tool_calls") for m in turns)
-    # each turn carries what the route returned: the reasoning Codex was shown for that step
+    # exactly what the route returned for each turn: every carrier (text, reasoning_details,
+    # thought signatures) as its answer had it — Codex held them only as sealed envelopes
+    minted = chat_turns(recording, route, answered)
+    assert [carriers_of(m) for m in turns] == [minted[m["tool_calls"][0]["id"]] for m in turns]
+    # and the text is the reasoning Codex was shown for that step
     shown = [r["text"] for r in _items(events, "reasoning")]
     assert len(shown) == 3 and PAD not in shown
     assert [m["reasoning_content"] for m in turns] == shown[:2]
     outputs = [m["content"] for m in last if m["role"] == "tool"]
     assert "heliotrope-42" in outputs[0], "Codex ran the command and sent its output back"
-    assert sent[1]["body"]["messages"][-2]["reasoning_content"] == turns[0]["reasoning_content"]
+    assert carriers_of(sent[1]["body"]["messages"][-2]) == carriers_of(turns[0]), "the same on every later request"
+    return turns
 
 
-def test_codex_straight_to_deepseek_does_not_run(emulator: Any, codex: Path, tmp_path: Path) -> None:
-    """Without the proxy Codex reaches DeepSeek's chat-only API, which has no /responses."""
-    before = len(emulator.requests("deepseek"))
-    code, events, err = _run(codex, tmp_path, emulator.url("deepseek") + "/v1", "deepseek-v4-pro")
+@pytest.mark.parametrize(("route", "model"), ROUTES, ids=[f"{r}:{m.split('/')[0]}" for r, m in ROUTES])
+def test_codex_tool_loop_through_the_responses_door(recording: Recording, px: Any, codex: Path, tmp_path: Path,
+                                                    route: str, model: str) -> None:
+    before, answered = len(recording.requests(route)), len(recording.answers)
+    code, events, err = _run(codex, tmp_path, px.url(route) + "/v1", model)
+    assert code == 0, err[-2000:]
+    _check_loop(recording, route, recording.requests(route)[before:], answered, events)
+
+
+def test_codex_resumes_through_another_proxy_process_with_the_same_key(recording: Recording, codex: Path,
+                                                                       tmp_path: Path) -> None:
+    """``codex exec`` through one proxy, then ``codex exec resume --last`` through another: a
+    separate ``hermes proxy`` process with a HERMES_HOME of its own — an empty memory — holding
+    only a copy of the first one's seal key, as another worker of the deployment (or the same
+    proxy restarted) would. The first run's tool-call turn reaches DeepSeek with exactly the
+    reasoning DeepSeek returned for it, opened from the envelope in Codex's own session."""
+    route, model = "deepseek", "deepseek-v4-pro"
+    answered = len(recording.answers)
+    with running_proxy(recording, bounds=Bounds(max_bytes=1)) as first_proxy:
+        code, events, err = _run(codex, tmp_path, first_proxy.url(route) + "/v1", model,
+                                 prompt='Read note.txt. #call=exec_command{"cmd": "cat note.txt"}')
+    assert code == 0, err[-2000:]
+    first = [m for m in recording.requests(route)[-1]["body"]["messages"] if m["role"] == "assistant"]
+    assert len(first) == 1 and first[0]["tool_calls"]
+    minted = chat_turns(recording, route, answered)
+    assert carriers_of(first[0]) == minted[first[0]["tool_calls"][0]["id"]]
+    home = tmp_path / "other-worker"
+    home.mkdir()
+    (home / KEY_FILE).write_bytes((Path(os.environ["HERMES_HOME"]) / KEY_FILE).read_bytes())
+    (home / KEY_FILE).chmod(0o600)
+    before = len(recording.requests(route))
+    with proxy_process(home, "--upstream", f"{route}={recording.url(route)}") as other:
+        code, events, err = _run(codex, tmp_path, f"{other.root}/{route}/v1", model, resume=True)
+    assert code == 0, err[-2000:]
+    sent = recording.requests(route)[before:]
+    assert len(sent) == 3, "the resumed run: two tool calls, then the answer"
+    assert refusals(recording, route, answered) == [], "every request accepted, none retried"
+    for q in sent:  # the first run's turn, every carrier, from its envelope alone — on every request
+        assert next(m for m in q["body"]["messages"] if m["role"] == "assistant") == first[0]
+    assert "2 scripted tool call(s) made" in _items(events, "agent_message")[-1]["text"]
+
+
+# DeepSeek, Kimi, GLM and Gemini's OpenAI endpoint serve chat-completions only; OpenRouter is
+# left out: the real one serves a Responses API (beta) at /api/v1/responses, so Codex straight at
+# it would not fail there (its emulator models only chat-completions)
+DIRECT = ["deepseek", "kimi", "glm", "gemini-openai"]
+NO_RETRIES = "request_max_retries = 0\nstream_max_retries = 0\n"
+
+
+@pytest.mark.parametrize("route", DIRECT)
+def test_codex_straight_at_a_chat_route_does_not_run(emulator: Any, codex: Path, tmp_path: Path, route: str) -> None:
+    """Without the proxy Codex posts ``/responses`` under the route's chat-completions base URL:
+    the route's 404, the turn fails, no command runs and no chat request is ever made. (Codex's
+    own reconnects are turned off in its config: five retries of the same 404 only take time.)"""
+    before = len(emulator.requests(route))
+    code, events, _ = _run(codex, tmp_path, emulator.url(route), dict(ROUTES)[route], provider=NO_RETRIES)
     assert code != 0
-    assert "404" in err + orjson.dumps(events).decode()
+    failed = [e for e in events if e.get("type") == "turn.failed"]
+    assert failed and "404" in failed[-1]["error"]["message"], events
+    assert f"/{route}/v1/responses" in failed[-1]["error"]["message"], "the route's own URL, not a doubled path"
     assert not _items(events, "command_execution")
-    assert len(emulator.requests("deepseek")) == before, "no chat request was ever made"
+    assert emulator.requests(route)[before:] == [], "no request the route serves was ever made"
 
 
-class _Recording(Emulator):
-    """The emulators, with every answer body kept as sent (the signatures it minted)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.answers: list[tuple[str, bytes]] = []
-
-    def app(self) -> Any:
-        inner = super().app()
-
-        async def app(scope: Any, receive: Any, send: Any) -> None:
-            chunks: list[bytes] = []
-
-            async def keep(message: Any) -> None:
-                if message["type"] == "http.response.body":
-                    chunks.append(message.get("body", b""))
-                    if not message.get("more_body"):
-                        self.answers.append((scope.get("path", ""), b"".join(chunks)))
-                await send(message)
-
-            await inner(scope, receive, keep)
-
-        return app
-
-
-@pytest.fixture(scope="module")
-def recording() -> Iterator[_Recording]:
-    with _Recording() as emu:
-        yield emu
-
-
-def _minted(emu: _Recording, path: str) -> list[list[dict[str, Any]]]:
+def _minted(emu: Recording, path: str) -> list[list[dict[str, Any]]]:
     """The thinking blocks of each streamed Messages answer on ``path``, as the emulator sent them."""
     out = []
     for at, raw in emu.answers:
@@ -182,17 +240,17 @@ def _minted(emu: _Recording, path: str) -> list[list[dict[str, Any]]]:
     return out
 
 
-def test_codex_tool_loop_on_anthropic_keeps_its_signed_thinking(recording: _Recording, codex: Path,
+def test_codex_tool_loop_on_anthropic_keeps_its_signed_thinking(recording: Recording, px: Any, codex: Path,
                                                                  tmp_path: Path) -> None:
     """Codex on the ``anthropic`` route: every request is a Messages request the emulator accepts
     (it verifies each signature), and every tool-call turn goes back with exactly the signed
     thinking blocks the emulator streamed for it — carried by Codex only as sealed envelopes."""
     model = "claude-sonnet-4-5"
-    with running_proxy(recording, bounds=Bounds(max_bytes=1), anthropic=recording.url("anthropic")) as px:
-        code, events, err = _run(codex, tmp_path, px.url("anthropic") + "/v1", model)
+    code, events, err = _run(codex, tmp_path, px.url("anthropic") + "/v1", model)
     assert code == 0, err[-2000:]
     sent = [q for q in recording.requests("anthropic") if q["path"].endswith("/v1/messages")]
     assert len(sent) == 3 and all(q["body"].get("stream") is True for q in sent), "Codex streams: so does the route"
+    assert refusals(recording, "anthropic") == [], "every request accepted, none retried"
     minted = _minted(recording, "/anthropic/v1/messages")
     assert len(minted) == 3 and all(len(b) == 1 and b[0]["signature"] for b in minted)
     assert "2 scripted tool call(s) made" in _items(events, "agent_message")[-1]["text"]
@@ -210,7 +268,7 @@ def test_codex_tool_loop_on_anthropic_keeps_its_signed_thinking(recording: _Reco
     assert "heliotrope-42" in orjson.dumps(outputs[0]).decode(), "Codex ran the command and sent its output back"
 
 
-def test_codex_tool_loop_on_openai_responses_relays_its_encrypted_reasoning(recording: _Recording, codex: Path,
+def test_codex_tool_loop_on_openai_responses_relays_its_encrypted_reasoning(recording: Recording, codex: Path,
                                                                            tmp_path: Path) -> None:
     """Codex on ``openai-responses``: its requests reach OpenAI's own ``/responses`` as Codex sent
     them, and every reasoning item the emulator minted comes back with its ``encrypted_content``
@@ -241,8 +299,9 @@ def test_codex_straight_to_anthropic_does_not_run(emulator: Any, codex: Path, tm
     """Anthropic has no Responses API: Codex pointed at it directly gets its 404, and no Messages
     request is ever made."""
     before = len(emulator.requests("anthropic"))
-    code, events, err = _run(codex, tmp_path, emulator.url("anthropic") + "/v1", "claude-sonnet-4-5")
+    code, events, _ = _run(codex, tmp_path, emulator.url("anthropic") + "/v1", "claude-sonnet-4-5", provider=NO_RETRIES)
     assert code != 0
-    assert "404" in err + orjson.dumps(events).decode()
+    failed = [e for e in events if e.get("type") == "turn.failed"]
+    assert failed and "404" in failed[-1]["error"]["message"] and "/anthropic/v1/responses" in failed[-1]["error"]["message"]
     assert not _items(events, "command_execution")
     assert not [q for q in emulator.requests("anthropic")[before:] if q["path"].endswith("/v1/messages")]
