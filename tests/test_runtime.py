@@ -31,7 +31,7 @@ from hermes.core.errors import ConfigError
 from hermes.core.events import (
     AgentEvent,
     Compacted,
-    Learned,
+    LessonLearned,
     Requested,
     Streamed,
     ToolFinished,
@@ -205,7 +205,7 @@ def test_cli_printer_and_gateway_mapper_read_the_same_typed_events(emulator: Any
     printer = _Printer(quiet=False, show_reasoning=True)
     for e in events:
         printer(e)
-    printer(Learned("a lesson"))
+    printer(LessonLearned("a lesson"))
     printer(Compacted("compacted 4 messages into a checkpoint"))
     printer.end_turn(result.answer)
     out, err = capsys.readouterr()
@@ -217,7 +217,7 @@ def test_cli_printer_and_gateway_mapper_read_the_same_typed_events(emulator: Any
     mapper = event_mapper(lambda name, data: sent.append((name, data)))
     for e in events:
         mapper(e)
-    mapper(Learned("a lesson"))
+    mapper(LessonLearned("a lesson"))
     names = [n for n, _ in sent]
     assert names.index("reasoning") < names.index("tool_call") < names.index("tool_result") < names.index("text")
     call = next(d for n, d in sent if n == "tool_call")

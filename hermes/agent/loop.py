@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..builder import Builder
 from ..core.errors import HermesError, ProviderHTTPError
-from ..core.events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished, Waiting
+from ..core.events import (
+    AgentEvent,
+    EventSink,
+    LessonLearned,
+    Requested,
+    Streamed,
+    ToolFinished,
+    Waiting,
+)
 from ..core.messages import Message
 from ..core.stream import Delta
 from ..replay import Settings, plan_replay
@@ -116,7 +124,7 @@ class Agent:
                     if note is None:
                         raise
                     result.learned.append(note)
-                    self._emit(Learned(note))
+                    self._emit(LessonLearned(note))
                     learned = learned_for(self.store, session_id, resolved)
                     values = values_for(self.store, resolved)
             if self.compactor is not None and ctx is not None:

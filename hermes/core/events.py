@@ -23,7 +23,7 @@ __all__ = [
     "Compacted",
     "Compacting",
     "EventSink",
-    "Learned",
+    "LessonLearned",
     "McpFailed",
     "McpStarted",
     "McpStarting",
@@ -66,7 +66,7 @@ class ToolFinished:
 
 
 @dataclass(frozen=True, slots=True)
-class Learned:
+class LessonLearned:
     """A request was rejected for a replayed field and the lesson was stored (``rejections``)."""
 
     note: str
@@ -120,7 +120,7 @@ class McpFailed:
 
 
 AgentEvent: TypeAlias = (
-    Waiting | Streamed | Requested | ToolFinished | Learned | Compacting | Compacted
+    Waiting | Streamed | Requested | ToolFinished | LessonLearned | Compacting | Compacted
     | McpStarting | McpStarted | McpFailed
 )
 EventSink = Callable[[AgentEvent], None]

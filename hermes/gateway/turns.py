@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 
 from ..builder.estimate import prompt_tokens
-from ..core.events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
+from ..core.events import AgentEvent, EventSink, LessonLearned, Requested, Streamed, ToolFinished
 from ..core.stream import ReasoningDelta, TextDelta, ToolCallDelta
 from ..routing.resolve import Resolved
 from ..serving.http import ApiError
@@ -92,7 +92,7 @@ def event_mapper(sink: GatewaySink) -> EventSink:
             r = event.result
             sink("tool_result", {"call_id": r.call_id, "name": r.name, "is_error": r.is_error,
                                  "chars": len(r.content), "content": r.content[:2000]})
-        elif isinstance(event, Learned):
+        elif isinstance(event, LessonLearned):
             sink("learned", {"note": event.note})
 
     return on_event

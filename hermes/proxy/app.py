@@ -113,7 +113,7 @@ class ProxyOptions:
 
 
 @dataclass(slots=True)
-class Exchange:
+class UpstreamExchange:
     """One chat request sent upstream by ``Proxy.exchange``: what was sent, and the answer's head."""
 
     target: Resolved
@@ -230,12 +230,12 @@ class Proxy:
 
     async def exchange(self, url: str, headers: dict[str, str], row: Row, upstream: str, body: dict[str, Any],
                        raw: bytes, t0: float, tenant: str | None,
-                       extra: Mapping[int, Message] | None = None) -> Exchange:
+                       extra: Mapping[int, Message] | None = None) -> UpstreamExchange:
         """One chat request through the one pipeline every door shares: ``rewrite`` (restore,
         pad, strip, switches, tool-id rule, learned rejections), upstream, and — on an
         unknown-field 4xx — learn and retry once. ``extra``: turns a front door opened from its
         client's envelopes, by index in ``body["messages"]`` (they win over the memory). The answer's head is in; its body is
-        not read unless it was refused (``Exchange.refused``, already logged)."""
+        not read unless it was refused (``UpstreamExchange.refused``, already logged)."""
         target, rw = self.prepare(body, row, upstream, tenant, extra)
         for k, v in endpoint(target)[1].items():
             headers.setdefault(k, v)
@@ -254,8 +254,8 @@ class Proxy:
                 resp = await self.send(url, headers, rw, raw)
             else:
                 self.log(target, tenant, rw, resp.status_code, t0, stream, retry)
-                return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix), refused=err)
-        return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix))
+                return UpstreamExchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix), refused=err)
+        return UpstreamExchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix))
 
     # --- the Responses door -----------------------------------------------------------------
     async def responses(self, request: Request, row: Row, upstream: str) -> Response:
@@ -426,7 +426,7 @@ class Proxy:
                 log_event("proxy_error", error=redact(f"cannot read the reasoning memory: {e}"))
         return out
 
-    async def log_after(self, ex: Exchange) -> None:
+    async def log_after(self, ex: UpstreamExchange) -> None:
         self.log(ex.target, ex.tenant, ex.rw, ex.resp.status_code, ex.t0, ex.stream, ex.retry,
                  recorded=ex.rec.recorded)
 
