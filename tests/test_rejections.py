@@ -174,11 +174,11 @@ def test_requests_per_turn_bounded_and_history_untouched(emu: Emulator, tmp_path
     from hermes.agent.loop import Agent
     from hermes.routing.resolve import resolve
     from hermes.tools.builtins import ToolContext, load_toolbox
-    from hermes.transport.http import Transport
+    from hermes.transport.http import HttpTransport
 
     queue = list(plan)
 
-    class Scripted(Transport):
+    class Scripted(HttpTransport):
         """Real HTTP to the emulator; a scheduled error is raised the way the transport raises a
         non-2xx answer (so the agent cannot tell), and drift is switched on the emulator."""
 

@@ -31,7 +31,8 @@ from ..replay import Settings, plan_replay
 from ..routing.resolve import Resolved
 from ..store.requestlog import log_event, plan_summary
 from ..tools.builtins import Toolbox
-from ..transport.http import Transport
+from ..transport import Transport
+from ..transport.http import HttpTransport
 from .provider import Exchange
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class Agent:
         if history is None:
             history = self.store.load(session_id)
         if self.transport is None:  # one HTTP client for the whole conversation (TLS setup is slow)
-            self.transport = Transport()
+            self.transport = HttpTransport()
         ctx = None if self.compactor is None else self._compact_context(session_id)
         pending: list[Message] = [Message.user(user_text)]
         result = TurnResult(session_id, "", 0, "step_limit")
@@ -154,7 +155,7 @@ class Agent:
                  step: int, values: Sequence[ValueRule] = ()) -> Exchange:
         started = time.monotonic()
         if self.transport is None:  # one HTTP client for the whole conversation (TLS setup is slow)
-            self.transport = Transport()
+            self.transport = HttpTransport()
 
         def on_delta(d: Delta) -> None:
             self._emit(Streamed(d))

@@ -59,7 +59,8 @@ from ..store import SessionInfo, SessionStore
 from ..store.lease import Lease
 from ..store.views import session_view
 from ..tools.builtins import Toolbox, ToolContext, load_toolbox
-from ..transport.http import Transport
+from ..transport import Transport
+from ..transport.http import HttpTransport
 from .failures import answer_error, from_exception
 from .idempotency import IdempotencyCache
 from .locks import SessionLocks, Take
@@ -123,7 +124,7 @@ class GatewayState:
     """Routes, session switches, compaction and agents: built once (routes.toml read once)."""
 
     def __post_init__(self) -> None:
-        self.transport = Transport()
+        self.transport = HttpTransport()
         self.runtime = Runtime(self.config, load_table(routes_path()), self.store, self.transport)
         roots = tuple(Path(p) for p in (*self.config.allow_read, *self.options.read_roots))
         self.toolbox = self.options.toolbox() if self.options.toolbox else load_toolbox(
