@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -67,6 +67,9 @@ from .upstream import (
     read_bounded,
     whole_events,
 )
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
 
@@ -137,7 +140,7 @@ class UpstreamExchange:
 class Proxy:
     """Shared state: the upstream client, the memory, the capability ledger."""
 
-    def __init__(self, memory: ReasoningMemory, ledger: Any, options: ProxyOptions) -> None:
+    def __init__(self, memory: ReasoningMemory, ledger: SessionStore, options: ProxyOptions) -> None:
         self.memory = memory
         self.ledger = ledger
         self.options = options
@@ -605,7 +608,7 @@ async def _read(request: Request, options: ProxyOptions) -> bytes:
                        {"connection": "close"}) from None
 
 
-def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | None = None) -> Starlette:
+def create_app(memory: ReasoningMemory, ledger: SessionStore, options: ProxyOptions | None = None) -> Starlette:
     """The ASGI app. ``memory`` holds what responses thought; ``ledger`` is the session store
     whose capability ledger keeps learned rejections (``learn`` / ``capabilities``).
 
