@@ -5,7 +5,8 @@ The agent, the compactor and the MCP hub report progress through one callback, a
 mypy checks every field it reads; there is no ``(kind, payload)`` string protocol to drift.
 
 The consumers are the CLI's printer (``hermes.cli.chat``: spinner, streamed text, tool lines,
-notes) and the gateway's SSE mapper (``hermes.gateway.turns``). An event never carries a key
+notes) and the gateway's two streams, which take them as they are (``hermes.gateway.turns``
+``SseEvents``, ``hermes.gateway.compat.Collector``). An event never carries a key
 or anything the store would not already hold.
 """
 
