@@ -32,7 +32,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import orjson
@@ -44,6 +44,9 @@ from ..core.stream import ReasoningDelta, TextDelta
 from ..serving.http import ApiError, json_response, openai_error_response, read_json
 from .failures import from_exception
 from .turns import TurnDone, TurnEvent, TurnFailed, TurnRequest
+
+if TYPE_CHECKING:
+    from .app import GatewayState
 
 __all__ = ["Collector", "Completion", "chat_completions", "completion", "last_user_text", "list_models"]
 
@@ -121,14 +124,14 @@ def _finish(result: dict[str, Any]) -> str:
     return "stop" if result.get("stopped") == "answer" else "length"
 
 
-async def list_models(state: Any, request: Request) -> Response:
+async def list_models(state: GatewayState, request: Request) -> Response:
     """``hermes`` (the session's own route), the config default model and every alias."""
     ids = ["hermes", *([state.config.model] if state.config.model else []), *sorted(state.config.aliases)]
     data = [{"id": i, "object": "model", "created": 0, "owned_by": "hermes"} for i in dict.fromkeys(ids)]
     return json_response({"object": "list", "data": data})
 
 
-def _first_use_session(state: Any, model: str | None) -> str:
+def _first_use_session(state: GatewayState, model: str | None) -> str:
     """A new session on the server's default route (or the alias ``model`` names)."""
     name = model if model and model != "hermes" else None
     try:
@@ -159,7 +162,7 @@ def refuse_client_loop(body: dict[str, Any], sid: str) -> None:
                                                "its own history")
 
 
-async def chat_completions(state: Any, request: Request) -> Response:
+async def chat_completions(state: GatewayState, request: Request) -> Response:
     body = await read_json(request, state.options.max_body, timeout_s=state.options.body_timeout_s)
     refuse_client_loop(body, request.headers.get(HEADER) or "")
     text = last_user_text(body.get("messages"))
@@ -276,7 +279,7 @@ def completion(model: str, sid: str) -> Completion:
     return Completion("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, sid)
 
 
-async def _collect(state: Any, events: AsyncIterator[TurnEvent], done: Completion,
+async def _collect(state: GatewayState, events: AsyncIterator[TurnEvent], done: Completion,
                    queue: asyncio.Queue[Any], key: str | None) -> Completion | ApiError:
     """Consume the turn's events whether or not the client is still there; settle the
     idempotency entry with the outcome."""
