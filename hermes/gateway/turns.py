@@ -29,7 +29,6 @@ from typing import Any, TypeAlias, TypeVar
 import anyio
 
 from ..builder.estimate import prompt_tokens
-from ..core.errors import redact
 from ..core.events import AgentEvent, EventSink, LessonLearned, Requested, Streamed, ToolFinished
 from ..core.stream import ReasoningDelta, TextDelta, ToolCallDelta
 from ..routing.resolve import Resolved
@@ -37,11 +36,11 @@ from ..serving.http import ApiError
 from ..serving.http import field as body_field
 from ..store import SessionInfo
 from ..store.lease import Lease
-from .failures import from_exception
+from .failures import error_payload
 from .locks import SessionLocks, Take
 
-__all__ = ["SseEvents", "TurnDone", "TurnEvent", "TurnFailed", "TurnJob", "TurnRequest", "describe", "error_payload",
-           "loop_sink", "openai_usage", "turn_request"]
+__all__ = ["SseEvents", "TurnDone", "TurnEvent", "TurnFailed", "TurnJob", "TurnRequest", "describe", "loop_sink",
+           "openai_usage", "turn_request"]
 
 T = TypeVar("T")
 
@@ -88,11 +87,6 @@ def turn_request(sid: str, body: dict[str, Any], lock_wait_s: float) -> tuple[Tu
     req = TurnRequest(sid, content, body_field(body, "provider"), body_field(body, "model"), body_field(body, "base_url"),
                       None if wait is None else min(float(wait), lock_wait_s))
     return req, stream
-
-
-def error_payload(e: BaseException) -> dict[str, Any]:
-    err = from_exception(e)
-    return {"error": {"type": err.type, "message": redact(err.message), "status": err.status}}
 
 
 class SseEvents:
