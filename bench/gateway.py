@@ -197,11 +197,11 @@ class Direct(Side):
         from hermes.agent.runtime import Runtime
         from hermes.store import Store
         from hermes.tools.builtins import ToolContext, load_toolbox
-        from hermes.transport.http import Transport
+        from hermes.transport.http import HttpTransport
 
         self.url = emu_url
         self.store = Store(home / "direct.db")
-        self.runtime = Runtime.load(store=self.store, transport=Transport())
+        self.runtime = Runtime.load(store=self.store, transport=HttpTransport())
         self.resolved = self.runtime.route(provider=ROUTE, model=MODEL, base_url=emu_url)
         self.key = self.runtime.key(self.resolved)
         self.toolbox = load_toolbox(ToolContext(allow_commands=False))

@@ -130,7 +130,7 @@ def test_loop_sink_delivers_every_event_in_order_waking_the_loop_once_per_batch(
 
         def produce(start: int, n: int) -> None:
             for i in range(start, start + n):
-                sink("text", {"i": i})
+                sink(("text", {"i": i}))
 
         # the loop is blocked while the worker emits: the whole burst is one batch, one wake-up
         t = threading.Thread(target=produce, args=(0, 5000))

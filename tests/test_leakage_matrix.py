@@ -31,7 +31,7 @@ from hermes.core.messages import Message, Reasoning, ToolResult
 from hermes.emulate import Emulator
 from hermes.routing.resolve import Resolved, resolve
 from hermes.routing.routes import ROUTES, Route
-from hermes.transport.http import Transport
+from hermes.transport.http import HttpTransport
 from hermes.wire import ToolSpec
 
 FACTS = pytest.importorskip("hermes.emulate.chat_rules").FACTS
@@ -76,7 +76,7 @@ def _results(m: Message) -> Message:
     return Message("tool", tuple(ToolResult(c.id, "a.txt b.txt", c.name) for c in m.tool_calls))
 
 
-def capture(emu: Emulator, key: str, transport: Transport) -> list[Message]:
+def capture(emu: Emulator, key: str, transport: HttpTransport) -> list[Message]:
     """A real two-turn session on ``key``: tool → answer, then a new question left mid tool loop."""
     r = _resolved(emu, key)
     h = [Message.system("You are terse."), Message.user(f"what is in the workspace? ({key})")]
@@ -165,7 +165,7 @@ def test_every_route_pair_carries_nothing_of_the_origin_and_is_accepted(
     emu = matrix_emulator
     for k, v in AWS.items():
         monkeypatch.setenv(k, v)
-    transport = Transport()  # one connection pool for all ~1,600 requests
+    transport = HttpTransport()  # one connection pool for all ~1,600 requests
     captured = {a: capture(emu, a, transport) for a in KEYS}
     secrets = {a: minted(h) for a, h in captured.items()}
     assert sum(1 for s in secrets.values() if s) >= 10, "too few routes minted anything: the check is blind"

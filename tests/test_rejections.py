@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hermes.core.errors import ProviderHTTPError
-from hermes.core.events import Learned
+from hermes.core.events import LessonLearned
 from hermes.core.messages import Reasoning, dumps
 from hermes.emulate import Emulator
 from hermes.rejections import mentions
@@ -174,11 +174,11 @@ def test_requests_per_turn_bounded_and_history_untouched(emu: Emulator, tmp_path
     from hermes.agent.loop import Agent
     from hermes.routing.resolve import resolve
     from hermes.tools.builtins import ToolContext, load_toolbox
-    from hermes.transport.http import Transport
+    from hermes.transport.http import HttpTransport
 
     queue = list(plan)
 
-    class Scripted(Transport):
+    class Scripted(HttpTransport):
         """Real HTTP to the emulator; a scheduled error is raised the way the transport raises a
         non-2xx answer (so the agent cannot tell), and drift is switched on the emulator."""
 
@@ -197,7 +197,7 @@ def test_requests_per_turn_bounded_and_history_untouched(emu: Emulator, tmp_path
         target = resolve("openrouter", emu.url("openrouter"), MODEL)
         sid = store.create_session(provider="openrouter", model=MODEL, base_url=emu.url("openrouter"))
         agent = Agent(store, load_toolbox(ToolContext(allow_commands=False, cwd=tmp_path)), stream=False,
-                      api_key="k", transport=Scripted(), on_event=lambda e: isinstance(e, Learned) and event("learned"))
+                      api_key="k", transport=Scripted(), on_event=lambda e: isinstance(e, LessonLearned) and event("learned"))
         for n in range(turns):
             before = b"".join(store.export_jsonl(sid))
             stored_before = store.load(sid)
@@ -253,7 +253,7 @@ def test_signature_rejection_suppresses_the_blob_by_hash_and_retries_once(emu: E
         before = b"".join(store.export_jsonl(sid))
         notes: list[str] = []
         agent = Agent(store, load_toolbox(ToolContext(cwd=tmp_path)), stream=True, api_key="k",
-                      on_event=lambda e: notes.append(e.note) if isinstance(e, Learned) else None)
+                      on_event=lambda e: notes.append(e.note) if isinstance(e, LessonLearned) else None)
         start = len(emu.requests("openrouter"))
         result = agent.run_turn(sid, "and now?", target)
         reqs = emu.requests("openrouter")[start:]

@@ -31,7 +31,7 @@ from hermes.core.errors import ConfigError
 from hermes.core.events import (
     AgentEvent,
     Compacted,
-    Learned,
+    LessonLearned,
     Requested,
     Streamed,
     ToolFinished,
@@ -184,11 +184,11 @@ def test_repl_and_gateway_switch_a_session_alike(emulator: Any, hermes_home: Pat
         assert _keys_seen(server) == {f"Bearer {DEEPSEEK_KEY}"}
 
 
-def test_cli_printer_and_gateway_mapper_read_the_same_typed_events(emulator: Any, tmp_path: Path,
+def test_cli_printer_and_gateway_stream_read_the_same_typed_events(emulator: Any, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from hermes.cli.chat import _Printer
-    from hermes.gateway.turns import event_mapper
+    from hermes.gateway.turns import SseEvents
 
     monkeypatch.setenv("DEEPSEEK_API_KEY", DEEPSEEK_KEY)
     with Store(tmp_path / "state.db") as store:
@@ -205,7 +205,7 @@ def test_cli_printer_and_gateway_mapper_read_the_same_typed_events(emulator: Any
     printer = _Printer(quiet=False, show_reasoning=True)
     for e in events:
         printer(e)
-    printer(Learned("a lesson"))
+    printer(LessonLearned("a lesson"))
     printer(Compacted("compacted 4 messages into a checkpoint"))
     printer.end_turn(result.answer)
     out, err = capsys.readouterr()
@@ -214,10 +214,9 @@ def test_cli_printer_and_gateway_mapper_read_the_same_typed_events(emulator: Any
     assert "hermes: a lesson" in err and "hermes: compacted 4 messages" in err
 
     sent: list[tuple[str, dict[str, Any]]] = []
-    mapper = event_mapper(lambda name, data: sent.append((name, data)))
-    for e in events:
-        mapper(e)
-    mapper(Learned("a lesson"))
+    fold = SseEvents()
+    for e in [*events, LessonLearned("a lesson")]:
+        sent += fold.take(e)
     names = [n for n, _ in sent]
     assert names.index("reasoning") < names.index("tool_call") < names.index("tool_result") < names.index("text")
     call = next(d for n, d in sent if n == "tool_call")

@@ -1,7 +1,7 @@
 """The transport seam over real loopback HTTP: retries, error mapping, and no key in any error.
 
 A tiny threaded HTTP server plays a scripted sequence of answers; requests go through the real
-call path (``provider.complete`` → ``Transport`` → httpx).
+call path (``provider.complete`` → ``HttpTransport`` → httpx).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from hermes.core.errors import (
 )
 from hermes.core.messages import Message
 from hermes.routing.resolve import resolve
-from hermes.transport.http import Transport
+from hermes.transport.http import HttpTransport
 
 CANARY = "canary-7f3a9c1e55d04b2b9e61"
 OK = orjson.dumps({"id": "x", "choices": [{"index": 0, "finish_reason": "stop",
@@ -99,7 +99,7 @@ def server() -> Iterator[Server]:
 
 def call(url: str, *, stream: bool = False, retries: int = 2) -> provider.Exchange:
     resolved = resolve("generic", url, "m")
-    with Transport(max_retries=retries) as t:
+    with HttpTransport(max_retries=retries) as t:
         return provider.complete(resolved, [Message.user("hi")], stream=stream, api_key=CANARY, transport=t)
 
 
@@ -260,13 +260,13 @@ def test_https_is_verified_as_httpx_does_and_plain_http_needs_no_ca_bundle(
         tls_server: tuple[Server, str], server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """The default transport is made per scheme on first use: ``https://`` refuses a
     certificate nobody vouches for and accepts it once ``SSL_CERT_FILE`` names it (httpx's own
-    default, environment honoured); ``http://`` works beside it on the same Transport."""
+    default, environment honoured); ``http://`` works beside it on the same HttpTransport."""
     tls, cert = tls_server
     with pytest.raises(ProviderConnectionError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
         call(tls.url, retries=0)
     monkeypatch.setenv("SSL_CERT_FILE", cert)
     server.script.append(Answer())
-    with Transport(max_retries=0) as t:
+    with HttpTransport(max_retries=0) as t:
         for url in (tls.url, server.url):
             ex = provider.complete(resolve("generic", url, "m"), [Message.user("hi")], api_key=CANARY, transport=t)
             assert ex.response.message.text == "hi"
@@ -282,7 +282,7 @@ def test_each_thread_reuses_its_own_connection_and_close_closes_them_all(server:
     start = threading.Barrier(4)
     errors: list[BaseException] = []
 
-    def sender(t: Transport, name: str) -> None:
+    def sender(t: HttpTransport, name: str) -> None:
         try:
             start.wait(5)
             for _ in range(3):
@@ -290,7 +290,7 @@ def test_each_thread_reuses_its_own_connection_and_close_closes_them_all(server:
         except BaseException as e:  # reported below, on the test's thread
             errors.append(e)
 
-    with Transport(max_retries=0) as t:
+    with HttpTransport(max_retries=0) as t:
         threads = [threading.Thread(target=sender, args=(t, f"thread-{i}")) for i in range(4)]
         for th in threads:
             th.start()

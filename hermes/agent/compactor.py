@@ -20,7 +20,7 @@ from ..core.messages import Message
 from ..replay import Learned, Settings
 from ..routing.resolve import Resolved
 from ..store import SessionStore
-from ..transport.http import Transport
+from ..transport import Transport
 from ..wire import ToolSpec
 from .compaction import (
     KEEP_LAST,

@@ -16,14 +16,23 @@ from typing import TYPE_CHECKING, Any
 
 from ..builder import Builder
 from ..core.errors import HermesError, ProviderHTTPError
-from ..core.events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished, Waiting
+from ..core.events import (
+    AgentEvent,
+    EventSink,
+    LessonLearned,
+    Requested,
+    Streamed,
+    ToolFinished,
+    Waiting,
+)
 from ..core.messages import Message
 from ..core.stream import Delta
 from ..replay import Settings, plan_replay
 from ..routing.resolve import Resolved
 from ..store.requestlog import log_event, plan_summary
 from ..tools.builtins import Toolbox
-from ..transport.http import Transport
+from ..transport import Transport
+from ..transport.http import HttpTransport
 from .provider import Exchange
 
 if TYPE_CHECKING:
@@ -96,7 +105,7 @@ class Agent:
         if history is None:
             history = self.store.load(session_id)
         if self.transport is None:  # one HTTP client for the whole conversation (TLS setup is slow)
-            self.transport = Transport()
+            self.transport = HttpTransport()
         ctx = None if self.compactor is None else self._compact_context(session_id)
         pending: list[Message] = [Message.user(user_text)]
         if system is not None and system != system_prompt(history):
@@ -121,7 +130,7 @@ class Agent:
                     if note is None:
                         raise
                     result.learned.append(note)
-                    self._emit(Learned(note))
+                    self._emit(LessonLearned(note))
                     learned = learned_for(self.store, session_id, resolved)
                     values = values_for(self.store, resolved)
             if self.compactor is not None and ctx is not None:
@@ -151,7 +160,7 @@ class Agent:
                  step: int, values: Sequence[ValueRule] = ()) -> Exchange:
         started = time.monotonic()
         if self.transport is None:  # one HTTP client for the whole conversation (TLS setup is slow)
-            self.transport = Transport()
+            self.transport = HttpTransport()
 
         def on_delta(d: Delta) -> None:
             self._emit(Streamed(d))

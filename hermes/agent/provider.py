@@ -21,7 +21,8 @@ from ..core.stream import Accumulator, Delta, Response
 from ..rejections.values import ValueRule, apply_values, with_lessons
 from ..replay import Learned, ReplayPlan, Settings, plan_replay
 from ..routing.resolve import Resolved
-from ..transport.http import Transport
+from ..transport import Transport
+from ..transport.http import HttpTransport
 from ..wire import ToolSpec, Wire, get_wire
 
 if TYPE_CHECKING:  # every wire module is checked against the protocol
@@ -267,7 +268,7 @@ def _send(wire: Wire, resolved: Resolved, body: dict[str, Any], *, stream: bool,
     """One path for every wire: a fresh decoder, then the route's transport.
 
     ``auth = "aws"`` rows go through botocore (SigV4 signing and the binary event stream);
-    every other row through ``Transport`` (HTTP + SSE). Both feed the same decoder's deltas."""
+    every other row through ``transport`` (HTTP + SSE; ``HttpTransport`` unless given). Both feed the same decoder's deltas."""
     dec = wire.decoder(resolved)
     if resolved.route.auth == "aws":
         from ..transport.aws import call
@@ -277,7 +278,7 @@ def _send(wire: Wire, resolved: Resolved, body: dict[str, Any], *, stream: bool,
     url, headers = wire.endpoint(resolved, stream=stream)
     headers = {"content-type": "application/json", **headers, **auth_headers(resolved.route, key)}
     own = transport is None
-    t = transport or Transport()
+    t = transport or HttpTransport()
     route = resolved.route.key
     try:
         raw = orjson.dumps(body)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..store.draft import Drafting
     from ..store.lease import Lease
     from ..tools.builtins import Toolbox
-    from ..transport.http import Transport
+    from ..transport import Transport
     from .compactor import AutoCompactor
     from .loop import Agent, TurnResult
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..core.stream import Delta
     from ..rejections.values import ValueRule
     from ..store import RunRow, SessionStore
-    from ..transport.http import Transport
+    from ..transport import Transport
 
 __all__ = ["Builder"]
 

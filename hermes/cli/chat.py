@@ -54,7 +54,7 @@ class _Printer:
         from ..core.events import (
             Compacted,
             Compacting,
-            Learned,
+            LessonLearned,
             McpFailed,
             McpStarting,
             Streamed,
@@ -83,7 +83,7 @@ class _Printer:
                 self.activity.start(str(event))
             return
         self.activity.stop()
-        note = isinstance(event, Learned | Compacted | McpFailed)
+        note = isinstance(event, LessonLearned | Compacted | McpFailed)
         if self.quiet:
             if note:
                 click.echo(printable(f"hermes: {event}"), err=True)

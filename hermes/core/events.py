@@ -5,7 +5,8 @@ The agent, the compactor and the MCP hub report progress through one callback, a
 mypy checks every field it reads; there is no ``(kind, payload)`` string protocol to drift.
 
 The consumers are the CLI's printer (``hermes.cli.chat``: spinner, streamed text, tool lines,
-notes) and the gateway's SSE mapper (``hermes.gateway.turns``). An event never carries a key
+notes) and the gateway's two streams, which take them as they are (``hermes.gateway.turns``
+``SseEvents``, ``hermes.gateway.compat.Collector``). An event never carries a key
 or anything the store would not already hold.
 """
 
@@ -23,7 +24,7 @@ __all__ = [
     "Compacted",
     "Compacting",
     "EventSink",
-    "Learned",
+    "LessonLearned",
     "McpFailed",
     "McpStarted",
     "McpStarting",
@@ -66,7 +67,7 @@ class ToolFinished:
 
 
 @dataclass(frozen=True, slots=True)
-class Learned:
+class LessonLearned:
     """A request was rejected for a replayed field and the lesson was stored (``rejections``)."""
 
     note: str
@@ -120,7 +121,7 @@ class McpFailed:
 
 
 AgentEvent: TypeAlias = (
-    Waiting | Streamed | Requested | ToolFinished | Learned | Compacting | Compacted
+    Waiting | Streamed | Requested | ToolFinished | LessonLearned | Compacting | Compacted
     | McpStarting | McpStarted | McpFailed
 )
 EventSink = Callable[[AgentEvent], None]

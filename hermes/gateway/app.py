@@ -49,7 +49,6 @@ from ..agent.runtime import Runtime, explicit_url
 from ..builder.hot import HotSessions
 from ..config.paths import routes_path
 from ..config.settings import Config
-from ..core.errors import redact
 from ..core.events import EventSink
 from ..routing.resolve import Resolved, load_table
 from ..serving.guard import HostOriginGuard, allowed_hosts
@@ -59,11 +58,22 @@ from ..store import SessionInfo, SessionStore
 from ..store.lease import Lease
 from ..store.views import session_view
 from ..tools.builtins import Toolbox, ToolContext, load_toolbox
-from ..transport.http import Transport
+from ..transport import Transport
+from ..transport.http import HttpTransport
 from .failures import answer_error, from_exception
 from .idempotency import IdempotencyCache
 from .locks import SessionLocks, Take
-from .turns import TurnJob, TurnRequest, describe, openai_usage, turn_request
+from .turns import (
+    SseEvents,
+    TurnDone,
+    TurnEvent,
+    TurnFailed,
+    TurnJob,
+    TurnRequest,
+    describe,
+    openai_usage,
+    turn_request,
+)
 
 __all__ = ["GatewayOptions", "GatewayState", "create_app", "sse"]
 
@@ -123,7 +133,7 @@ class GatewayState:
     """Routes, session switches, compaction and agents: built once (routes.toml read once)."""
 
     def __post_init__(self) -> None:
-        self.transport = Transport()
+        self.transport = HttpTransport()
         self.runtime = Runtime(self.config, load_table(routes_path()), self.store, self.transport)
         roots = tuple(Path(p) for p in (*self.config.allow_read, *self.options.read_roots))
         self.toolbox = self.options.toolbox() if self.options.toolbox else load_toolbox(
@@ -253,7 +263,7 @@ class GatewayState:
             raise outcome
         return dict(outcome)
 
-    async def turn_events(self, req: TurnRequest) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    async def turn_events(self, req: TurnRequest) -> AsyncIterator[TurnEvent]:
         """Wait for the lock (errors raise before any byte is sent), then yield the events."""
         job, task = self.start_turn(req)
         waiters: set[asyncio.Future[Any]] = {job.locked, task}
@@ -270,11 +280,11 @@ class GatewayState:
             await asyncio.gather(*list(self.jobs), return_exceptions=True)
 
 
-async def _drain(job: TurnJob) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+async def _drain(job: TurnJob) -> AsyncIterator[TurnEvent]:
     while True:
-        event, data = await job.queue.get()
-        yield event, data
-        if event in ("done", "error"):
+        event = await job.queue.get()
+        yield event
+        if isinstance(event, TurnDone | TurnFailed):
             return
 
 
@@ -291,11 +301,6 @@ def sse(event: str | None, data: Any) -> bytes:
     payload = data if isinstance(data, bytes) else orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
     head = f"event: {event}\n".encode() if event else b""
     return head + b"data: " + payload + b"\n\n"
-
-
-def error_payload(e: BaseException) -> dict[str, Any]:
-    err = from_exception(e)
-    return {"error": {"type": err.type, "message": redact(err.message), "status": err.status}}
 
 
 # ----------------------------------------------------------------------------- endpoints
@@ -356,11 +361,10 @@ def create_app(store: SessionStore, config: Config, options: GatewayOptions | No
         events = await state.turn_events(req)
 
         async def body_iter() -> AsyncIterator[bytes]:
-            async for event, data in events:
-                if event == "error":
-                    yield sse("error", error_payload(data["exception"]))
-                else:
-                    yield sse(event, data)
+            fold = SseEvents()
+            async for event in events:
+                for name, data in fold.take(event):
+                    yield sse(name, data)
 
         return StreamingResponse(body_iter(), media_type="text/event-stream",
                                  headers={"cache-control": "no-cache", "x-accel-buffering": "no"})

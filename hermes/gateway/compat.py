@@ -32,16 +32,21 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from ..core.events import Requested, Streamed, ToolFinished
+from ..core.stream import ReasoningDelta, TextDelta
 from ..serving.http import ApiError, json_response, openai_error_response, read_json
 from .failures import from_exception
-from .turns import TurnRequest
+from .turns import TurnDone, TurnEvent, TurnFailed, TurnRequest
+
+if TYPE_CHECKING:
+    from .app import GatewayState
 
 __all__ = ["Collector", "Completion", "chat_completions", "completion", "last_user_text", "list_models"]
 
@@ -119,14 +124,14 @@ def _finish(result: dict[str, Any]) -> str:
     return "stop" if result.get("stopped") == "answer" else "length"
 
 
-async def list_models(state: Any, request: Request) -> Response:
+async def list_models(state: GatewayState, request: Request) -> Response:
     """``hermes`` (the session's own route), the config default model and every alias."""
     ids = ["hermes", *([state.config.model] if state.config.model else []), *sorted(state.config.aliases)]
     data = [{"id": i, "object": "model", "created": 0, "owned_by": "hermes"} for i in dict.fromkeys(ids)]
     return json_response({"object": "list", "data": data})
 
 
-def _first_use_session(state: Any, model: str | None) -> str:
+def _first_use_session(state: GatewayState, model: str | None) -> str:
     """A new session on the server's default route (or the alias ``model`` names)."""
     name = model if model and model != "hermes" else None
     try:
@@ -157,7 +162,7 @@ def refuse_client_loop(body: dict[str, Any], sid: str) -> None:
                                                "its own history")
 
 
-async def chat_completions(state: Any, request: Request) -> Response:
+async def chat_completions(state: GatewayState, request: Request) -> Response:
     body = await read_json(request, state.options.max_body, timeout_s=state.options.body_timeout_s)
     refuse_client_loop(body, request.headers.get(HEADER) or "")
     text = last_user_text(body.get("messages"))
@@ -217,8 +222,8 @@ async def chat_completions(state: Any, request: Request) -> Response:
 
 @dataclass
 class Collector:
-    """A facade turn's events folded into its outcome: the reasoning text, whether a step was
-    stored, and the completion or the error."""
+    """A facade turn's typed events (``turns.TurnEvent``) folded into its outcome: the reasoning
+    text of each model call, whether a step was stored, and the completion or the error."""
 
     done: Completion
     committed: bool = False
@@ -232,34 +237,36 @@ class Collector:
     text_step: bool = False
     """This call has streamed text."""
 
-    def take(self, event: str, data: dict[str, Any]) -> tuple[str, Any] | None:
+    def take(self, event: TurnEvent) -> tuple[str, Any] | None:
         """Fold one event; what a stream shows of it, if anything."""
         done = self.done
-        if event in ("tool_call", "tool_result"):
+        if isinstance(event, Streamed):
+            d = event.delta
+            if isinstance(d, ReasoningDelta) and d.text:
+                if self.reasoned:
+                    done.reasoning[-1] += d.text
+                    return "reasoning", d.text
+                self.reasoned = True
+                done.reasoning.append(d.text)
+                return "reasoning", (STEP_BREAK + d.text) if len(done.reasoning) > 1 else d.text
+            if isinstance(d, TextDelta) and d.text:
+                text = d.text
+                if not self.text_step:
+                    self.text_step = True
+                    text, self.texted = (STEP_BREAK + text) if self.texted else text, True
+                return "text", text
+        elif isinstance(event, Requested):
             self.reasoned, self.text_step = False, False  # the model's call ended: the next is another's
-        if event == "reasoning":
-            text = data["text"]
-            if self.reasoned:
-                done.reasoning[-1] += text
-                return "reasoning", text
-            self.reasoned = True
-            done.reasoning.append(text)
-            return "reasoning", (STEP_BREAK + text) if len(done.reasoning) > 1 else text
-        if event == "text":
-            text = data["text"]
-            if not self.text_step:
-                self.text_step = True
-                text, self.texted = (STEP_BREAK + text) if self.texted else text, True
-            return "text", text
-        if event == "tool_result":
+        elif isinstance(event, ToolFinished):
             self.committed = True
-        elif event == "done":
+        elif isinstance(event, TurnDone):
+            data = event.result
             done.result, done.answer, done.finish = data, data.get("answer", ""), _finish(data)
             done.usage = data.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
             done.model = done.model or data.get("model", "")
             self.outcome = done
-        elif event == "error":
-            err = from_exception(data["exception"])
+        elif isinstance(event, TurnFailed):
+            err = from_exception(event.exception)
             err.headers["x-hermes-session"] = done.session_id
             if self.committed:
                 err.headers["x-should-retry"] = "false"
@@ -272,13 +279,13 @@ def completion(model: str, sid: str) -> Completion:
     return Completion("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, sid)
 
 
-async def _collect(state: Any, events: AsyncIterator[tuple[str, dict[str, Any]]], done: Completion,
+async def _collect(state: GatewayState, events: AsyncIterator[TurnEvent], done: Completion,
                    queue: asyncio.Queue[Any], key: str | None) -> Completion | ApiError:
     """Consume the turn's events whether or not the client is still there; settle the
     idempotency entry with the outcome."""
     c = Collector(done)
-    async for event, data in events:
-        if (shown := c.take(event, data)) is not None:
+    async for event in events:
+        if (shown := c.take(event)) is not None:
             queue.put_nowait(shown)
     queue.put_nowait(_DONE)
     outcome = c.outcome or done

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.responses import Response
 
 from ..agent.compaction import CompactionError
@@ -18,7 +20,13 @@ from ..core.errors import (
 from ..serving.http import ApiError, error_response, openai_error_response
 from .locks import Busy
 
-__all__ = ["answer_error", "from_exception"]
+__all__ = ["answer_error", "error_payload", "from_exception"]
+
+
+def error_payload(e: BaseException) -> dict[str, Any]:
+    """The ``error`` event of a REST stream whose turn failed after it began."""
+    err = from_exception(e)
+    return {"error": {"type": err.type, "message": redact(err.message), "status": err.status}}
 
 
 def from_exception(e: BaseException) -> ApiError:

@@ -10,9 +10,12 @@ its end and commits, and the lock is still released. A JSON turn needs no task o
 The agent commits each step in one transaction, and the worker thread cannot be cancelled,
 so a turn is never cut between its store writes by anything short of a killed process.
 
-Agent events (typed, ``hermes.core.events``; called on the worker thread) become ``(event, data)`` pairs on an asyncio
-queue: ``reasoning`` / ``text`` deltas, ``tool_call`` (whole, once the model's response is
-complete), ``tool_result``, ``learned``, then ``done`` with the final JSON or ``error``.
+Agent events (typed, ``hermes.core.events``; called on the worker thread) go to an asyncio
+queue as they are, followed by :class:`TurnDone` (the final JSON) or :class:`TurnFailed`: the
+REST stream (:class:`SseEvents`) and the OpenAI facade (``compat.Collector``) each fold those
+typed events once into what their clients see. The REST stream's SSE events: ``reasoning`` /
+``text`` deltas, ``tool_call`` (whole, once the model's response is complete), ``tool_result``,
+``learned``, then ``done`` with the final JSON or ``error``.
 """
 
 from __future__ import annotations
@@ -21,25 +24,43 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 import anyio
 
 from ..builder.estimate import prompt_tokens
-from ..core.events import AgentEvent, EventSink, Learned, Requested, Streamed, ToolFinished
+from ..core.events import AgentEvent, EventSink, LessonLearned, Requested, Streamed, ToolFinished
 from ..core.stream import ReasoningDelta, TextDelta, ToolCallDelta
 from ..routing.resolve import Resolved
 from ..serving.http import ApiError
 from ..serving.http import field as body_field
 from ..store import SessionInfo
 from ..store.lease import Lease
+from .failures import error_payload
 from .locks import SessionLocks, Take
 
-__all__ = ["GatewaySink", "TurnJob", "TurnRequest", "describe", "event_mapper", "loop_sink", "openai_usage",
-           "turn_request"]
+__all__ = ["SseEvents", "TurnDone", "TurnEvent", "TurnFailed", "TurnJob", "TurnRequest", "describe", "loop_sink",
+           "openai_usage", "turn_request"]
 
-GatewaySink = Callable[[str, dict[str, Any]], None]
-"""Where gateway events go: ``(SSE event name, JSON data)``."""
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDone:
+    """The turn ran to its end and committed: ``result`` is the JSON a non-streamed turn answers."""
+
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFailed:
+    """The turn stopped with ``exception`` after its lease was held (before, the request fails)."""
+
+    exception: BaseException
+
+
+TurnEvent: TypeAlias = AgentEvent | TurnDone | TurnFailed
+"""What a streamed turn's queue carries: the agent's events, then how the turn ended."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,37 +89,44 @@ def turn_request(sid: str, body: dict[str, Any], lock_wait_s: float) -> tuple[Tu
     return req, stream
 
 
-def event_mapper(sink: GatewaySink) -> EventSink:
-    """An ``Agent.on_event`` that translates agent events into gateway events for ``sink``."""
-    calls: dict[str, dict[str, Any]] = {}
+class SseEvents:
+    """The REST stream's fold: each typed event of a turn as the ``(SSE event name, JSON data)``
+    pairs the client is sent, if any. Tool-call fragments are gathered until the model's
+    response is complete, then sent whole."""
 
-    def on_event(event: AgentEvent) -> None:
+    def __init__(self) -> None:
+        self.calls: dict[str, dict[str, Any]] = {}
+
+    def take(self, event: TurnEvent) -> list[tuple[str, dict[str, Any]]]:
         if isinstance(event, Streamed):
             d = event.delta
             if isinstance(d, ReasoningDelta) and d.text:
-                sink("reasoning", {"text": d.text})
-            elif isinstance(d, TextDelta) and d.text:
-                sink("text", {"text": d.text})
-            elif isinstance(d, ToolCallDelta):
-                c = calls.setdefault(d.key, {"id": None, "name": None, "arguments": ""})
+                return [("reasoning", {"text": d.text})]
+            if isinstance(d, TextDelta) and d.text:
+                return [("text", {"text": d.text})]
+            if isinstance(d, ToolCallDelta):
+                c = self.calls.setdefault(d.key, {"id": None, "name": None, "arguments": ""})
                 c["id"] = d.id or c["id"]
                 c["name"] = d.name or c["name"]
                 c["arguments"] += d.arguments
         elif isinstance(event, Requested):  # the model's response is complete: its tool calls are whole
-            for c in calls.values():
-                sink("tool_call", dict(c))
-            calls.clear()
+            calls = [("tool_call", c) for c in self.calls.values()]
+            self.calls = {}
+            return calls
         elif isinstance(event, ToolFinished):
             r = event.result
-            sink("tool_result", {"call_id": r.call_id, "name": r.name, "is_error": r.is_error,
-                                 "chars": len(r.content), "content": r.content[:2000]})
-        elif isinstance(event, Learned):
-            sink("learned", {"note": event.note})
+            return [("tool_result", {"call_id": r.call_id, "name": r.name, "is_error": r.is_error,
+                                     "chars": len(r.content), "content": r.content[:2000]})]
+        elif isinstance(event, LessonLearned):
+            return [("learned", {"note": event.note})]
+        elif isinstance(event, TurnDone):
+            return [("done", event.result)]
+        elif isinstance(event, TurnFailed):
+            return [("error", error_payload(event.exception))]
+        return []
 
-    return on_event
 
-
-def loop_sink(loop: asyncio.AbstractEventLoop, put: Callable[[tuple[str, dict[str, Any]]], None]) -> GatewaySink:
+def loop_sink(loop: asyncio.AbstractEventLoop, put: Callable[[T], None]) -> Callable[[T], None]:
     """A sink for a worker thread that hands events to ``put`` on ``loop``, waking the loop once
     per batch rather than once per event: a streamed turn's deltas arrive faster than the loop
     takes them, and each wake-up is a ``call_soon_threadsafe`` (a write to the loop's wake-up
@@ -106,7 +134,7 @@ def loop_sink(loop: asyncio.AbstractEventLoop, put: Callable[[tuple[str, dict[st
     the batch empty posts a callback, which passes the whole batch on in order. Order against
     the worker's other callbacks is kept: a batch's callback is posted before anything the
     worker posts after its events."""
-    pending: list[tuple[str, dict[str, Any]]] = []
+    pending: list[T] = []
     lock = threading.Lock()
 
     def flush() -> None:
@@ -116,9 +144,9 @@ def loop_sink(loop: asyncio.AbstractEventLoop, put: Callable[[tuple[str, dict[st
         for item in batch:
             put(item)
 
-    def sink(event: str, data: dict[str, Any]) -> None:
+    def sink(event: T) -> None:
         with lock:
-            pending.append((event, data))
+            pending.append(event)
             first = len(pending) == 1
         if first:
             loop.call_soon_threadsafe(flush)
@@ -132,13 +160,13 @@ class TurnJob:
     session's lease (``SessionLocks.run``): ``work`` does its checks, calls ``take()`` for the
     lease and runs the turn. ``locked`` resolves once the lease is held — or fails with what
     refused the turn before it, so the response can still answer with an HTTP error. The
-    turn's events are mapped and queued for the response as they happen."""
+    turn's events are queued for the response as they happen, then how it ended."""
 
     locks: SessionLocks
     request: TurnRequest
     work: Callable[[EventSink, Take], dict[str, Any]]
     limiter: anyio.CapacityLimiter
-    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[TurnEvent] = field(default_factory=asyncio.Queue)
     locked: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     wait_s: float | None = None
     held: bool = False
@@ -150,7 +178,7 @@ class TurnJob:
 
     async def run(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
-        on_event = event_mapper(loop_sink(loop, self.queue.put_nowait))
+        on_event: EventSink = loop_sink(loop, self.queue.put_nowait)
 
         def attempt(take: Take) -> dict[str, Any]:
             def taking() -> tuple[Lease, SessionInfo]:
@@ -168,11 +196,11 @@ class TurnJob:
                 self.locked.set_exception(e)
                 self.locked.exception()  # marks it retrieved: the task's own exception is the report
             else:
-                self.queue.put_nowait(("error", {"exception": e}))
+                self.queue.put_nowait(TurnFailed(e))
             raise
         self._locked()
         # the sink's call_soon_threadsafe callbacks run before this one: order is kept
-        loop.call_soon(self.queue.put_nowait, ("done", result))
+        loop.call_soon(self.queue.put_nowait, TurnDone(result))
         return result
 
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -67,6 +67,9 @@ from .upstream import (
     read_bounded,
     whole_events,
 )
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = ["ProxyOptions", "create_app", "prepare", "route_row"]
 
@@ -113,7 +116,7 @@ class ProxyOptions:
 
 
 @dataclass(slots=True)
-class Exchange:
+class UpstreamExchange:
     """One chat request sent upstream by ``Proxy.exchange``: what was sent, and the answer's head."""
 
     target: Resolved
@@ -137,7 +140,7 @@ class Exchange:
 class Proxy:
     """Shared state: the upstream client, the memory, the capability ledger."""
 
-    def __init__(self, memory: ReasoningMemory, ledger: Any, options: ProxyOptions) -> None:
+    def __init__(self, memory: ReasoningMemory, ledger: SessionStore, options: ProxyOptions) -> None:
         self.memory = memory
         self.ledger = ledger
         self.options = options
@@ -230,12 +233,12 @@ class Proxy:
 
     async def exchange(self, url: str, headers: dict[str, str], row: Row, upstream: str, body: dict[str, Any],
                        raw: bytes, t0: float, tenant: str | None,
-                       extra: Mapping[int, Message] | None = None) -> Exchange:
+                       extra: Mapping[int, Message] | None = None) -> UpstreamExchange:
         """One chat request through the one pipeline every door shares: ``rewrite`` (restore,
         pad, strip, switches, tool-id rule, learned rejections), upstream, and — on an
         unknown-field 4xx — learn and retry once. ``extra``: turns a front door opened from its
         client's envelopes, by index in ``body["messages"]`` (they win over the memory). The answer's head is in; its body is
-        not read unless it was refused (``Exchange.refused``, already logged)."""
+        not read unless it was refused (``UpstreamExchange.refused``, already logged)."""
         target, rw = self.prepare(body, row, upstream, tenant, extra)
         for k, v in endpoint(target)[1].items():
             headers.setdefault(k, v)
@@ -254,8 +257,8 @@ class Proxy:
                 resp = await self.send(url, headers, rw, raw)
             else:
                 self.log(target, tenant, rw, resp.status_code, t0, stream, retry)
-                return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix), refused=err)
-        return Exchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix))
+                return UpstreamExchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix), refused=err)
+        return UpstreamExchange(target, tenant, rw, resp, retry, t0, stream, Recorder(target, rw.prefix))
 
     # --- the Responses door -----------------------------------------------------------------
     async def responses(self, request: Request, row: Row, upstream: str) -> Response:
@@ -426,7 +429,7 @@ class Proxy:
                 log_event("proxy_error", error=redact(f"cannot read the reasoning memory: {e}"))
         return out
 
-    async def log_after(self, ex: Exchange) -> None:
+    async def log_after(self, ex: UpstreamExchange) -> None:
         self.log(ex.target, ex.tenant, ex.rw, ex.resp.status_code, ex.t0, ex.stream, ex.retry,
                  recorded=ex.rec.recorded)
 
@@ -605,7 +608,7 @@ async def _read(request: Request, options: ProxyOptions) -> bytes:
                        {"connection": "close"}) from None
 
 
-def create_app(memory: ReasoningMemory, ledger: Any, options: ProxyOptions | None = None) -> Starlette:
+def create_app(memory: ReasoningMemory, ledger: SessionStore, options: ProxyOptions | None = None) -> Starlette:
     """The ASGI app. ``memory`` holds what responses thought; ``ledger`` is the session store
     whose capability ledger keeps learned rejections (``learn`` / ``capabilities``).
 

@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 from urllib.parse import parse_qsl
 
 import orjson
@@ -236,9 +236,13 @@ class ReasoningMemory(Protocol):
         """Delete expired recordings of every tenant; how many went."""
         ...
 
+    def stats(self, tenant: str) -> tuple[int, int]:
+        """(recordings, bytes) held for ``tenant``."""
+        ...
+
     def close(self) -> None: ...
 
-    def __enter__(self) -> ReasoningMemory: ...
+    def __enter__(self) -> Self: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -378,3 +382,9 @@ class SqliteMemory:
         with self._wlock, self._rlock:
             self._w.close()
             self._r.close()
+
+
+if TYPE_CHECKING:  # every implementation is checked against the protocol
+    from .pgmemory import PgMemory
+
+    _MEMORIES: tuple[type[ReasoningMemory], ...] = (SqliteMemory, PgMemory)

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
 from ..serving.listen import bind, is_loopback, run_announced
 from ..serving.protocol import server_config
 from .app import ProxyOptions, create_app
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
+    from .memory import ReasoningMemory
 
 __all__ = ["Background", "check_env_keys", "serve"]
 
@@ -33,7 +37,7 @@ def check_env_keys(host: str, env_keys: bool) -> None:
                           "spend this machine's provider keys", hint="bind 127.0.0.1, or let clients send their keys")
 
 
-def serve(memory: Any, ledger: Any, *, host: str, port: int, options: ProxyOptions,
+def serve(memory: ReasoningMemory, ledger: SessionStore, *, host: str, port: int, options: ProxyOptions,
           log_level: str = "warning", sock: socket.socket | None = None) -> None:
     """Serve until interrupted. Prints ``hermes proxy listening on URL`` once ready.
     ``sock``: an already listening socket (a ``--workers`` child inherits its parent's)."""
@@ -52,15 +56,18 @@ class Background:
     """An ASGI app (by default the proxy's) on 127.0.0.1 in a background thread, for tests and
     ``bench/proxy.py``."""
 
-    def __init__(self, memory: Any = None, ledger: Any = None, options: ProxyOptions | None = None, *,
-                 app: Any = None) -> None:
+    def __init__(self, memory: ReasoningMemory | None = None, ledger: SessionStore | None = None,
+                 options: ProxyOptions | None = None, *, app: Any = None) -> None:
         import threading
 
         import uvicorn
 
         self._sock = bind("127.0.0.1", 0)
         self.port = self._sock.getsockname()[1]
-        app = app if app is not None else create_app(memory, ledger, options)
+        if app is None:
+            if memory is None or ledger is None:
+                raise TypeError("Background: the proxy's app needs a memory and a ledger (or pass app=)")
+            app = create_app(memory, ledger, options)
         self._server = uvicorn.Server(_config(app, "warning"))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="hermes-proxy", daemon=True)

@@ -120,6 +120,14 @@ class SessionStore(Protocol):
     def release_lock(self, session_id: str, owner: str) -> bool: ...
 
 
+if TYPE_CHECKING:  # every implementation and view is checked against the protocol
+    from .draft import Drafting
+    from .lease import Fenced
+    from .pg import PgStore
+
+    _STORES: tuple[type[SessionStore], ...] = (Store, PgStore, Drafting, Fenced)
+
+
 def store_url(config: Config | None = None) -> str:
     """``HERMES_DATABASE_URL``, else config.toml's ``[store] url``; ``""`` means ``state.db``."""
     url = os.environ.get("HERMES_DATABASE_URL", "").strip()

@@ -15,17 +15,17 @@ import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import StoreError
 from .db import merge_patch
+from .wrapper import StoreWrapper
 
 if TYPE_CHECKING:
     from ..core.messages import Message, RouteKey
     from . import SessionStore
     from .lease import Lease
-    from .records import Capability, NewSession, SessionInfo
+    from .records import NewSession, SessionInfo
     from .runs import RunRow
 
 __all__ = ["DRAFT_FENCE", "Drafting", "new_session", "title_of"]
@@ -49,11 +49,11 @@ def title_of(messages: Sequence[Message]) -> str:
     return ""
 
 
-class Drafting:
+class Drafting(StoreWrapper):
     """``inner`` with one session, ``draft``, not stored yet (see the module doc)."""
 
     def __init__(self, inner: SessionStore, draft: NewSession) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.draft: NewSession | None = draft
         self._owner: str | None = None
         self._ttl_s = draft.lease_ttl_s
@@ -67,33 +67,11 @@ class Drafting:
 
         return SessionInfo(d.id, d.created, d.created, d.title, d.provider, d.model, d.base_url, None, None, 0, 0)
 
-    # plumbing
-    def close(self) -> None:
-        self.inner.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None, /) -> None:
-        self.close()
-
     # sessions
-    def create_session(self, *, provider: str, model: str, base_url: str = "", title: str = "",
-                       model_config: Mapping[str, Any] | None = None) -> str:
-        return self.inner.create_session(provider=provider, model=model, base_url=base_url, title=title,
-                                         model_config=model_config)
-
     def get_session(self, ref: str) -> SessionInfo:
         if self.draft is not None and ref == self.draft.id:
             return self._info(self.draft)
         return self.inner.get_session(ref)
-
-    def list_sessions(self, limit: int = 20, *, include_empty: bool = True) -> list[SessionInfo]:
-        return self.inner.list_sessions(limit, include_empty=include_empty)
-
-    def latest_session(self) -> SessionInfo | None:
-        return self.inner.latest_session()
 
     def update_session(self, session_id: str, *, title: str | None = None, provider: str | None = None,
                        model: str | None = None, base_url: str | None = None) -> None:
@@ -161,20 +139,6 @@ class Drafting:
         merged = dict(merge_patch(self.draft.model_config, patch))
         self.draft = replace(self.draft, model_config=merged)
         return dict(merged)
-
-    # global capability ledger
-    def learn(self, provider: str, host: str, model: str, kind: str, value: Any,
-              evidence: Mapping[str, Any]) -> bool:
-        return self.inner.learn(provider, host, model, kind, value, evidence)
-
-    def capabilities(self, provider: str, host: str, model: str) -> dict[str, Any]:
-        return self.inner.capabilities(provider, host, model)
-
-    def list_capabilities(self) -> list[Capability]:
-        return self.inner.list_capabilities()
-
-    def forget(self, provider: str | None = None, host: str | None = None, model: str | None = None) -> int:
-        return self.inner.forget(provider, host, model)
 
     # session leases: a draft's is held in memory and written with its first step
     def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:

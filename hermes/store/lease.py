@@ -22,15 +22,18 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import StoreError
+from .wrapper import StoreWrapper
 
 if TYPE_CHECKING:
+    from ..core.messages import Message, RouteKey
     from . import SessionStore
+    from .records import NewSession
 
 __all__ = ["Fenced", "Lease", "LeaseBusy", "LeaseLost", "check_fence", "dead_local_owner", "hold_lease",
            "owner_prefix"]
@@ -70,24 +73,25 @@ def owner_prefix(kind: str) -> str:
     return f"{kind}:{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
-class Fenced:
+class Fenced(StoreWrapper):
     """A view of ``store`` whose ``append_turn`` on the leased session carries the lease.
 
-    Everything else passes through unchanged, so code written against ``SessionStore`` (the
-    agent, compaction, rejection memory) runs fenced without knowing about leases.
+    Everything else passes through unchanged (``StoreWrapper``), so code written against
+    ``SessionStore`` (the agent, compaction, rejection memory) runs fenced without knowing
+    about leases.
     """
 
     def __init__(self, store: SessionStore, lease: Lease) -> None:
-        self.inner = store
+        super().__init__(store)
         self.lease = lease
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def append_turn(self, session_id: str, messages: Any, **kw: Any) -> int:
-        if session_id == self.lease.session_id:
-            kw.setdefault("fence", self.lease)
-        return int(self.inner.append_turn(session_id, messages, **kw))
+    def append_turn(self, session_id: str, messages: Sequence[Message], *, route_key: RouteKey | None = None,
+                    usage: Mapping[str, Any] | None = None, fence: Lease | None = None,
+                    create: NewSession | None = None) -> int:
+        if session_id == self.lease.session_id and fence is None:
+            fence = self.lease
+        return self.inner.append_turn(session_id, messages, route_key=route_key, usage=usage, fence=fence,
+                                      create=create)
 
 
 def dead_local_owner(owner: str) -> bool:

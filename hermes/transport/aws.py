@@ -1,7 +1,7 @@
 """The botocore transport: Bedrock's requests, signed (SigV4) and decoded (binary event stream).
 
-A route with ``auth = "aws"`` sends through here instead of ``transport.Transport``; the wire
-(``wire.bedrock``) stays pure translation. Both transports feed the same ``Decoder`` and map a
+A route with ``auth = "aws"`` sends through here instead of ``transport.http.HttpTransport``;
+the wire (``wire.bedrock``) stays pure translation. Both transports feed the same ``Decoder`` and map a
 provider's refusal through the same ``transport.error_from_response``.
 """
 

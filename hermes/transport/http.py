@@ -1,8 +1,8 @@
 """The one HTTP seam: client construction, retries and error mapping.
 
-* One ``httpx.Client`` per ``Transport``; proxies and TLS come from the environment
-  (``trust_env``); tests may inject ``transport=`` but normally talk real HTTP to the
-  loopback emulators.
+* One ``httpx.Client`` per ``HttpTransport`` (the ``hermes.transport.Transport`` protocol);
+  proxies and TLS come from the environment (``trust_env``); tests may inject ``transport=``
+  but normally talk real HTTP to the loopback emulators.
 * Retries: 408, 409, 429 and 5xx, and connection failures, with exponential backoff that
   honours ``retry-after`` (capped). No other 4xx is retried — a 400 is an answer.
   A stream is retried only before its first byte.
@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import orjson
@@ -32,7 +32,7 @@ from ..core.errors import (
     redact,
 )
 
-__all__ = ["RETRY_STATUSES", "Transport", "error_from_response"]
+__all__ = ["RETRY_STATUSES", "HttpTransport", "error_from_response"]
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _MAX_RETRY_AFTER = 30.0
@@ -125,7 +125,7 @@ class _ByScheme(httpx.BaseTransport):
     def __init__(self) -> None:
         self._contexts: dict[str, ssl.SSLContext] = {}
         self._pools: dict[tuple[int, str], httpx.HTTPTransport] = {}
-        self._lock = threading.Lock()  # the gateway shares one Transport between threads
+        self._lock = threading.Lock()  # the gateway shares one HttpTransport between threads
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         key = (threading.get_ident(), "http" if request.url.scheme == "http" else "https")
@@ -156,7 +156,7 @@ class _ByScheme(httpx.BaseTransport):
             pool.close()
 
 
-class Transport:
+class HttpTransport:
     """HTTP client with the retry and error policy above."""
 
     def __init__(
@@ -177,7 +177,7 @@ class Transport:
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self) -> Transport:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -27,7 +27,7 @@ from starlette.routing import Route
 from ..core.errors import StoreError, redact, register_secret
 from ..serving.http import ApiError, AuthThrottle
 from ..store.requestlog import LOG_NAME, read_log
-from .auth import COOKIE, Guard, safe_next
+from .auth import COOKIE, UiAccess, safe_next
 from .cells import row_cells
 from .data import live_record, request_matrix, session_records, session_rows, timeline
 from .live import tail_events
@@ -104,7 +104,7 @@ def create_ui(store: SessionStore, *, token: str | None = None, log_path: Path |
     _register_env_secrets()
     register_secret(token)
     env = _environment()
-    auth = Guard(token)
+    auth = UiAccess(token)
 
     def log() -> Path:  # looked up per request: creating the app must not touch HERMES_HOME
         return log_path or logs_dir() / LOG_NAME

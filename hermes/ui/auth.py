@@ -26,7 +26,7 @@ from ..serving.guard import host_name
 from ..serving.http import ApiError, require_auth
 from ..serving.listen import is_loopback
 
-__all__ = ["COOKIE", "Guard", "is_loopback_host", "safe_next"]
+__all__ = ["COOKIE", "UiAccess", "is_loopback_host", "safe_next"]
 
 COOKIE = "hermes_ui"
 
@@ -43,7 +43,10 @@ def safe_next(value: str | None, base: str) -> str:
     return base + "/"
 
 
-class Guard:
+class UiAccess:
+    """Who may see the web view: anyone with the token (bearer or login cookie), or loopback
+    only when the server has none."""
+
     def __init__(self, token: str | None) -> None:
         self.token = token or None
 
