@@ -206,6 +206,25 @@ def test_turn_in_another_process_replays_stored_reasoning(cluster: Cluster, name
     assert after[: len(turn1)] == turn1 and after[len(turn1)].text == "and now?"
 
 
+def test_a_turns_system_prompt_is_kept_by_the_session_in_every_process(cluster: Cluster) -> None:
+    """``system`` on a turn, as ``hermes chat --system``: stored once with the first step, sent on
+    every later request (here by the other process), never for a refused turn."""
+    sid = cluster.create("anthropic")
+    with cluster.client(cluster.a) as c:
+        empty = c.post(f"/v1/sessions/{sid}/messages", json={"content": "hi", "system": "  "})
+        assert empty.status_code == 400 and "'system' is empty" in empty.json()["error"]["message"]
+        r = c.post(f"/v1/sessions/{sid}/messages", json={"content": "inspect", "system": "Answer tersely (gw)."})
+    assert r.status_code == 200, r.text
+    before = len(cluster.emu.requests("anthropic"))
+    with cluster.client(cluster.b) as c:
+        assert c.post(f"/v1/sessions/{sid}/messages", json={"content": "and now?"}).status_code == 200
+    later = cluster.emu.requests("anthropic")[before:]
+    assert later and all("Answer tersely (gw)." in strings_in(q["body"].get("system")) for q in later)
+    with cluster.store() as s:
+        history = s.load(sid)
+    assert [m.text for m in history if m.role == "system"] == ["Answer tersely (gw)."]
+
+
 def test_session_view_shows_carriers_not_blobs(cluster: Cluster) -> None:
     sid = cluster.create("openai-responses")
     with cluster.client(cluster.b) as c:

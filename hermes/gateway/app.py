@@ -3,7 +3,7 @@
 Endpoints (all JSON; errors ``{"error": {"type", "message"}}``; Bearer auth when a token is set):
 
 * ``POST /v1/sessions`` — ``{provider, model, base_url?, title?}`` → the new session;
-* ``POST /v1/sessions/{id}/messages`` — ``{content, stream?, provider?, model?, base_url?, wait_s?}`` →
+* ``POST /v1/sessions/{id}/messages`` — ``{content, system?, stream?, provider?, model?, base_url?, wait_s?}`` →
   one user turn (tool loop included): JSON, or an SSE stream of the turn's events;
 * ``GET /v1/sessions/{id}`` — ``session_view``: messages, reasoning visible, blobs summarised;
 * ``POST /v1/sessions/{id}/branch`` — ``{upto_seq?, title?}`` → the new session;
@@ -198,7 +198,8 @@ class GatewayState:
         history, builder = self.hot.checkout(self.store, fresh)
         agent = self.runtime.agent(self.toolbox, api_key=key, on_event=on_event,
                                    stream=self.options.provider_stream, max_steps=self.options.max_steps, builder=builder)
-        result = self.runtime.turn(agent, fresh.id, req.content, resolved, lease=lease, history=history)
+        result = self.runtime.turn(agent, fresh.id, req.content, resolved, lease=lease, history=history,
+                                   system=req.system)
         if req.provider or req.model or req.base_url:  # the row may have a new route: peek must see it
             fresh = self.store.get_session(fresh.id)
         self.hot.checkin(fresh, result.history, builder)

@@ -72,6 +72,8 @@ class TurnRequest:
     base_url: str | None = None
     wait_s: float | None = None
     """How long to wait for a busy session before 409 (capped by the server's --lock-wait)."""
+    system: str | None = None
+    """The session's system prompt, kept from this turn on (as ``hermes chat --system``)."""
 
 
 def turn_request(sid: str, body: dict[str, Any], lock_wait_s: float) -> tuple[TurnRequest, bool]:
@@ -84,8 +86,11 @@ def turn_request(sid: str, body: dict[str, Any], lock_wait_s: float) -> tuple[Tu
     wait = body.get("wait_s")
     if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float) or wait < 0):
         raise ApiError(400, "invalid_request", "'wait_s' must be a number of seconds >= 0")
+    system = body_field(body, "system")
+    if system is not None and not system.strip():
+        raise ApiError(400, "invalid_request", "'system' is empty: leave it out to keep the session's prompt")
     req = TurnRequest(sid, content, body_field(body, "provider"), body_field(body, "model"), body_field(body, "base_url"),
-                      None if wait is None else min(float(wait), lock_wait_s))
+                      None if wait is None else min(float(wait), lock_wait_s), system)
     return req, stream
 
 
