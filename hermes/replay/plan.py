@@ -123,8 +123,10 @@ class Run:
     """Side of the first turn the run opens (``"user"``/``"assistant"``), None if it opens none."""
     closes: str | None
     """Side of the last turn the run opens, None if it opens none."""
-    ids_ok: bool
-    """Every tool-call id in the run is one the route accepts as it is."""
+    ids: tuple[tuple[str, str], ...]
+    """(stored id, id sent) for each tool-call id the run carries, in order of first appearance,
+    on a route whose ids are mapped (``toolids``; empty where every id goes as it is): the
+    mapping the run was built under, which a request extends to use the run."""
 
     @property
     def size(self) -> int:
