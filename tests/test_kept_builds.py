@@ -381,11 +381,9 @@ def test_a_session_whose_ids_the_route_renames_keeps_and_uses_runs(tmp_path):
     store, sid, loaded = _kept(tmp_path, target)
     assert _cold(store, sid, loaded, target) == (BEFORE_LOOP, BEFORE_LOOP)
     (row,) = store.load_runs(sid, context(target, Learned()))
-    ids = orjson.loads(row[6])["ids"]
-    stored = list(dict.fromkeys(i for m in loaded[:BEFORE_LOOP] for p in m.parts if isinstance(p, ToolCall)
-                                for i in [p.id]))
-    assert stored and [o for o, _ in ids] == stored
-    assert [s for _, s in ids] == [id_map("mistral", stored)[o] for o in stored]
+    state = orjson.loads(row[6])
+    stored = [p.id for m in loaded[:BEFORE_LOOP] for p in m.parts if isinstance(p, ToolCall)]
+    assert stored and state["renamed"] == id_map("mistral", stored) and state["as_is"] == []
     step = [*loaded, Message.user("more"), Message("assistant", (ToolCall("call_new", "read_file", "{}"),)),
             Message("tool", (ToolResult("call_new", "x"),))]
     cold = Builder()
@@ -413,3 +411,21 @@ def test_an_id_equal_to_one_a_run_renamed_plans_the_history_whole(tmp_path):
     body, plan = _build(grown, target, Learned(), Settings(), warm)
     assert body == _build(grown, target, Learned(), Settings(), None)[0] and _kept_runs(plan) == 0
     assert _call_ids(plan)[0] == wire_id("mistral", "call_0", 1) and _call_ids(plan)[-1] == chosen
+
+
+def test_a_later_id_steps_around_an_id_a_run_sent_as_it_is(tmp_path):
+    """A run sent a valid Mistral id as it is, and that id is the wire id a later stored id
+    would get: the later one steps around it, with the run used, as the whole history's
+    mapping does."""
+    target = _target("mistral", "m-1")
+    taken = wire_id("mistral", "call_late")
+    history = [Message.user("q"), Message("assistant", (ToolCall(taken, "read_file", "{}"),)),
+               Message("tool", (ToolResult(taken, "a"),)), Message("assistant", (Text("done"),)), Message.user("next")]
+    store, sid, loaded = _kept(tmp_path, target, history=history)
+    grown = [*loaded, Message("assistant", (ToolCall("call_late", "read_file", "{}"),)),
+             Message("tool", (ToolResult("call_late", "b"),))]
+    cold = Builder()
+    cold.restore(store, sid, target, Learned())
+    body, plan = _build(grown, target, Learned(), Settings(), cold)
+    assert body == _build(grown, target, Learned(), Settings(), None)[0] and _kept_runs(plan) == len(loaded)
+    assert _call_ids(plan) == [wire_id("mistral", "call_late", 1)]

@@ -48,7 +48,7 @@ __all__ = ["Builder"]
 def _own(key: Key | None) -> bool:
     """Whether a planned message with plan key ``key`` is its message's own result, as a run
     may keep it: planned by the builder, with no request-wide rule applied but the tool-id
-    mapping (which a run keeps beside it, ``Run.ids``)."""
+    mapping (which a run keeps beside it, ``Run.renamed``)."""
     return key is not None and (len(key) == 4 or (len(key) == 5 and type(key[4]) is tuple
                                                    and key[4][0] == "tool_ids"))
 
@@ -199,7 +199,7 @@ class Builder:
         t.kept = len(new)
         run = Run(first, cut, plan.first, b"".join(digests(history[first:cut])), orjson.dumps(body[wire.ITEMS])[1:-1],
                   str(body.get("system") or ""), sum(self.costs(plan)), t, opens, closes,
-                  self._ids_sent(history[first:cut], target.route.tool_ids))
+                  *self._run_ids(history[first:cut], target.route.tool_ids))
         chain = list(plan.kept)
         while chain and chain[-1].size <= run.size:
             before = chain.pop()
@@ -299,14 +299,15 @@ class Builder:
         self.memo.last_ids = ((rule, kept), ds, *grown)
         return grown[0]
 
-    def _ids_sent(self, msgs: Sequence[Message], rule: str) -> tuple[tuple[str, str], ...]:
-        """(stored id, id sent) for each tool-call id of ``msgs`` under the mapping of the request
-        just planned (a run's ``ids``); empty where every id goes as it is."""
+    def _run_ids(self, msgs: Sequence[Message], rule: str) -> tuple[dict[str, str], tuple[str, ...]]:
+        """A run's ``renamed`` and ``as_is`` for the tool-call ids of ``msgs``, under the mapping
+        of the request just planned; nothing where the route has no id rule."""
         if rule == "any":
-            return ()
+            return {}, ()
         assert self.memo.last_ids is not None  # ``plan`` mapped this request's ids
         mapping = self.memo.last_ids[2]
-        return tuple((i, mapping.get(i, i)) for i in dict.fromkeys(tool_ids(msgs)))
+        ids = dict.fromkeys(tool_ids(msgs))
+        return {i: mapping[i] for i in ids if i in mapping}, tuple(i for i in ids if i not in mapping)
 
     def _remap_all(self, planned: list[PlannedMessage], mapping: dict[str, str]) -> list[PlannedMessage]:
         """Every planned message with the request's id mapping applied. The previous request's

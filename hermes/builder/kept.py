@@ -31,7 +31,7 @@ many times over the session's life).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -77,14 +77,19 @@ def merged(a: Run, b: Run, tally: Any) -> Run:
                a.body + b"," + b.body if a.body and b.body else a.body or b.body,
                "\n\n".join(s for s in (a.system, b.system) if s), a.cost + b.cost, tally,
                a.opens if a.opens is not None else b.opens, b.closes if b.closes is not None else a.closes,
-               tuple(dict.fromkeys(a.ids + b.ids)))
+               {**a.renamed, **b.renamed}, tuple(dict.fromkeys(a.as_is + b.as_is)))
 
 
 def id_state(runs: Sequence[Run]) -> tuple[dict[str, str], set[str]]:
     """The tool-call id mapping the chain ``runs`` was built under, as ``toolids.extend_id_map``
     takes it: (stored id → id sent, for the ids it renamed; every id it sent)."""
-    pairs = [p for r in runs for p in r.ids]
-    return {o: s for o, s in pairs if o != s}, {s for _, s in pairs}
+    mapping: dict[str, str] = {}
+    taken: set[str] = set()
+    for r in runs:
+        mapping.update(r.renamed)
+        taken.update(r.as_is)
+        taken.update(r.renamed.values())
+    return mapping, taken
 
 
 def chain_of(rows: Sequence[RunRow]) -> list[Run]:
@@ -107,17 +112,20 @@ def run_of(row: RunRow) -> Run | None:
     try:
         st = orjson.loads(state)
         t = Tally.from_json(st["tally"])
-        system, opens, closes = st["system"], st["opens"], st["closes"]
-        ids = tuple((o, s) for o, s in st["ids"])
+        system, opens, closes, renamed, as_is = st["system"], st["opens"], st["closes"], st["renamed"], st["as_is"]
     except (orjson.JSONDecodeError, TypeError, ValueError, KeyError, AttributeError):
         return None
     if not (isinstance(system, str) and opens in (None, "user", "assistant") and closes in (None, "user", "assistant")
-            and all(type(o) is str and type(s) is str for o, s in ids)):
+            and type(renamed) is dict and _strings(renamed.values()) and type(as_is) is list and _strings(as_is)):
         return None
-    return Run(first, end, window, ds, body, system, cost, t, opens, closes, ids)
+    return Run(first, end, window, ds, body, system, cost, t, opens, closes, renamed, tuple(as_is))
+
+
+def _strings(values: Iterable[Any]) -> bool:
+    return set(map(type, values)) <= {str}
 
 
 def state_of(run: Run) -> str:
     """What a stored row keeps of ``run`` beside its columns (the inverse of ``run_of``)."""
     return orjson.dumps({"system": run.system, "tally": run.tally.to_json(), "opens": run.opens,
-                         "closes": run.closes, "ids": run.ids}).decode()
+                         "closes": run.closes, "renamed": run.renamed, "as_is": run.as_is}).decode()
