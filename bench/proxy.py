@@ -1,6 +1,6 @@
 """Proxy overhead: the latency ``hermes proxy`` adds to a request over calling the upstream directly.
 
-Setup: ``python -m hermes emulate --only deepseek`` (zero latency: no delays, no faults) and
+Setup: ``python -m hermes emulate --only deepseek --any-key`` (zero latency: no delays, no faults) and
 ``python -m hermes proxy --upstream deepseek=...`` as two subprocesses on a temporary
 HERMES_HOME; the clients are asyncio tasks with one ``httpx.AsyncClient`` in this process.
 
@@ -225,7 +225,7 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        emu, emu_url = start(["emulate", "--port", "0", "--only", "deepseek"], home, "deepseek ", "emulator")
+        emu, emu_url = start(["emulate", "--port", "0", "--only", "deepseek", "--any-key"], home, "deepseek ", "emulator")
         emu_url = emu_url.strip()
         px, root = start(["proxy", "--port", "0", "--upstream", f"deepseek={emu_url}", *(["--pin"] * a.pin)], home,
                          "listening on ", "proxy")
