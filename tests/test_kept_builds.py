@@ -30,6 +30,7 @@ from hermes.core.history import open_loop_start
 from hermes.core.messages import Compaction, Message, Reasoning, Text, ToolCall, ToolResult
 from hermes.replay import Learned, Settings, plan_replay
 from hermes.routing.routes import ROUTES
+from hermes.routing.toolids import id_map, valid, wire_id
 from hermes.store import Store
 from hermes.store.requestlog import plan_summary
 from hermes.wire import ToolSpec
@@ -366,3 +367,65 @@ def test_two_processes_keeping_one_session_leave_one_chain(tmp_path):
         assert [r[0] for r in rows[:1]] in ([], [0]) and all(x[1] == y[0] for x, y in pairwise(rows))
     kept, used = _cold(store, sid, [*loaded, Message.user("next")], target)
     assert kept == used == sum(r[1] - r[0] for r in store.load_runs(sid, ctx))
+
+
+def _call_ids(plan) -> list[str]:
+    return [p.id for pm in plan.messages for p in pm.parts if isinstance(p, ToolCall)]
+
+
+def test_a_session_whose_ids_the_route_renames_keeps_and_uses_runs(tmp_path):
+    """Mistral takes only nine-character ids, so every id of this session is renamed in its
+    requests: a run keeps the ids it was built with, a new process builds the fresh body from
+    it, and so does the next tool step, whose new id is mapped as the whole history's would be."""
+    target = _target("mistral", "m-1")
+    store, sid, loaded = _kept(tmp_path, target)
+    assert _cold(store, sid, loaded, target) == (BEFORE_LOOP, BEFORE_LOOP)
+    (row,) = store.load_runs(sid, context(target, Learned()))
+    state = orjson.loads(row[6])
+    stored = [p.id for m in loaded[:BEFORE_LOOP] for p in m.parts if isinstance(p, ToolCall)]
+    assert stored and state["renamed"] == id_map("mistral", stored) and state["as_is"] == []
+    step = [*loaded, Message.user("more"), Message("assistant", (ToolCall("call_new", "read_file", "{}"),)),
+            Message("tool", (ToolResult("call_new", "x"),))]
+    cold = Builder()
+    cold.restore(store, sid, target, Learned())
+    for grown in (loaded, step):  # the turn's first request, then its next tool step
+        body, plan = _build(grown, target, Learned(), Settings(), cold)
+        assert body == _build(grown, target, Learned(), Settings(), None)[0]
+        assert _kept_runs(plan) == BEFORE_LOOP
+    assert all(valid("mistral", i) for i in _call_ids(plan))
+
+
+def test_an_id_equal_to_one_a_run_renamed_plans_the_history_whole(tmp_path):
+    """A later id, sent as it is, that equals the id a kept run chose for an earlier one: the
+    whole history's mapping steps around it, so the run (built with the earlier choice) is not
+    used — by a new process or by the builder that kept it — and the body is the fresh one."""
+    target = _target("mistral", "m-1")
+    store, sid, loaded = _kept(tmp_path, target)
+    chosen = wire_id("mistral", "call_0")
+    grown = [*loaded, Message.user("q"), Message("assistant", (ToolCall(chosen, "read_file", "{}"),)),
+             Message("tool", (ToolResult(chosen, "x"),))]
+    assert _cold(store, sid, grown, target) == (BEFORE_LOOP, 0)
+    warm = Builder()
+    _build(loaded, target, Learned(), Settings(), warm)
+    warm.keep(store, sid, target, Learned(), loaded)
+    body, plan = _build(grown, target, Learned(), Settings(), warm)
+    assert body == _build(grown, target, Learned(), Settings(), None)[0] and _kept_runs(plan) == 0
+    assert _call_ids(plan)[0] == wire_id("mistral", "call_0", 1) and _call_ids(plan)[-1] == chosen
+
+
+def test_a_later_id_steps_around_an_id_a_run_sent_as_it_is(tmp_path):
+    """A run sent a valid Mistral id as it is, and that id is the wire id a later stored id
+    would get: the later one steps around it, with the run used, as the whole history's
+    mapping does."""
+    target = _target("mistral", "m-1")
+    taken = wire_id("mistral", "call_late")
+    history = [Message.user("q"), Message("assistant", (ToolCall(taken, "read_file", "{}"),)),
+               Message("tool", (ToolResult(taken, "a"),)), Message("assistant", (Text("done"),)), Message.user("next")]
+    store, sid, loaded = _kept(tmp_path, target, history=history)
+    grown = [*loaded, Message("assistant", (ToolCall("call_late", "read_file", "{}"),)),
+             Message("tool", (ToolResult("call_late", "b"),))]
+    cold = Builder()
+    cold.restore(store, sid, target, Learned())
+    body, plan = _build(grown, target, Learned(), Settings(), cold)
+    assert body == _build(grown, target, Learned(), Settings(), None)[0] and _kept_runs(plan) == len(loaded)
+    assert _call_ids(plan) == [wire_id("mistral", "call_late", 1)]

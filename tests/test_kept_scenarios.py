@@ -76,3 +76,33 @@ def test_resumed_turn_from_kept_results_sends_what_a_full_build_sends(route, str
     assert log_full["kept"] == 0  # ... and the other one planned everything
     assert {k: v for k, v in log_kept.items() if k not in ("ts", "ms", "kept")} == \
         {k: v for k, v in log_full.items() if k not in ("ts", "ms", "kept")}  # and is logged the same
+
+
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+def test_a_session_moved_to_mistral_resumes_from_kept_results(stream, emulator, hermes_home, tmp_path):
+    """A session started on DeepSeek (its ids ``call_…``) goes on on Mistral, which takes only
+    nine-character ids: every earlier id is renamed in Mistral's requests, the turn keeps build
+    results with those ids, and the next turn, in a new process, sends what a full build sends."""
+    (tmp_path / "notes.txt").write_text("hello\n")
+    deepseek = [*ROUTES["deepseek"][0], "-u", emulator.url("deepseek")]
+    mistral = ["-p", "mistral", "-m", "mistral-medium-latest", "-u", emulator.url("mistral")]
+    sid = orjson.loads(cli(hermes_home, "chat", "-q", "What is here?", *deepseek, stream, "--json",
+                           cwd=tmp_path).stdout)["session_id"]
+    cli(hermes_home, "chat", "--resume", sid, "-q", "And the notes?", *mistral, stream, "--json", cwd=tmp_path)
+    bare = tmp_path / "bare-home"
+    shutil.copytree(hermes_home, bare)
+    with sqlite3.connect(bare / "state.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM kept_runs WHERE session_id = ?", (sid,)).fetchone()[0] > 0
+        db.execute("DELETE FROM kept_runs")
+
+    sent = []
+    for home in (hermes_home, bare):
+        before, logged = len(emulator.requests("mistral")), len(_requests_logged(home, sid))
+        cli(home, "chat", "--resume", sid, "-q", "And then?", *mistral, stream, "--json", cwd=tmp_path)
+        sent.append((emulator.requests("mistral")[before]["body"], _requests_logged(home, sid)[logged]))
+    (from_kept, log_kept), (full, log_full) = sent
+    assert orjson.dumps(from_kept) == orjson.dumps(full)
+    assert log_kept["kept"] > 0 and log_full["kept"] == 0
+    ids = [c["id"] for m in from_kept["messages"] for c in m.get("tool_calls") or ()]
+    ids += [m["tool_call_id"] for m in from_kept["messages"] if m["role"] == "tool"]
+    assert ids and all(len(i) == 9 and i.isalnum() for i in ids)

@@ -25,7 +25,6 @@ from ..replay.planner import (
     strips_off,
     thinking_for,
     tool_ids,
-    tool_ids_ok,
     without_reasoning,
 )
 from ..replay.structure import close, mark_from, marked, turn_sides
@@ -34,7 +33,7 @@ from ..routing.toolids import extend_id_map
 from ..store.requestlog import Summary, Tally, log_event, message_summary, plan_summary, tally
 from ..wire import ToolSpec, get_wire
 from .estimate import basis_for, message_cost, raw_plan_tokens
-from .kept import chain_of, closing_side, matching, merged, state_of
+from .kept import chain_of, closing_side, id_state, matching, merged, state_of
 from .memo import BuildMemo, Key, context, digests, render_context, render_with, shared_prefix
 
 if TYPE_CHECKING:
@@ -44,6 +43,14 @@ if TYPE_CHECKING:
     from ..transport import Transport
 
 __all__ = ["Builder"]
+
+
+def _own(key: Key | None) -> bool:
+    """Whether a planned message with plan key ``key`` is its message's own result, as a run
+    may keep it: planned by the builder, with no request-wide rule applied but the tool-id
+    mapping (which a run keeps beside it, ``Run.renamed``)."""
+    return key is not None and (len(key) == 4 or (len(key) == 5 and type(key[4]) is tuple
+                                                   and key[4][0] == "tool_ids"))
 
 
 class Builder:
@@ -77,13 +84,15 @@ class Builder:
         first messages (``ReplayPlan.kept``)."""
         route = target.route
         start, msgs, planned, loop_start, kept = self._planned(history, target, learned)
-        if kept and not self._runs_hold(kept, planned, loop_start - (kept[-1].end - start), target, settings):
-            start, msgs, planned, loop_start, kept = self._planned(history, target, learned, runs=False)
         off = kept[-1].end - start if kept else 0
-        if route.tool_ids != "any" and not kept:  # with kept runs every id is one the route takes
-            mapping = self._id_map(msgs, route.tool_ids)
-            if mapping:
-                planned = self._remap_all(planned, mapping)
+        mapping = None
+        if not kept or self._runs_hold(kept, planned, loop_start - off, target, settings):
+            mapping = self._id_map(msgs[off:], route.tool_ids, kept)  # None: it would rename ids inside a run
+        if mapping is None:
+            start, msgs, planned, loop_start, kept = self._planned(history, target, learned, runs=False)
+            off, mapping = 0, self._id_map(msgs, route.tool_ids, ())
+        if mapping:
+            planned = self._remap_all(planned, mapping)
         thinking, notes = thinking_for(planned[loop_start - off:], target, settings)
         if not thinking and strips_off(target):
             planned = [self._derived(p, "thinking_off", without_reasoning)
@@ -179,7 +188,7 @@ class Builder:
         cut = open_loop_start(history)
         plan = self.plan(history[:cut], target, learned, Settings())
         new = plan.messages
-        if not new or any(pm.key is None or len(pm.key) != 4 for pm in new):
+        if not new or not all(_own(pm.key) for pm in new):
             return 0  # nothing new, or a request-wide rule rewrote a message: its result is not its own
         opens, closes = turn_sides(new, target.route.wire)
         if opens is not None and opens == (plan.kept[-1].closes if plan.kept else None):
@@ -190,7 +199,7 @@ class Builder:
         t.kept = len(new)
         run = Run(first, cut, plan.first, b"".join(digests(history[first:cut])), orjson.dumps(body[wire.ITEMS])[1:-1],
                   str(body.get("system") or ""), sum(self.costs(plan)), t, opens, closes,
-                  tool_ids_ok(new, target.route.tool_ids))
+                  *self._run_ids(history[first:cut], target.route.tool_ids))
         chain = list(plan.kept)
         while chain and chain[-1].size <= run.size:
             before = chain.pop()
@@ -210,14 +219,13 @@ class Builder:
                    settings: Settings) -> bool:
         """Whether the request built after the kept runs ``kept`` (``planned``: the messages after
         them, the open loop from ``loop_start``) keeps every condition a run was built under
-        (``builder.kept``); else the request is planned whole."""
+        (``builder.kept``) but its tool-call ids, which ``_id_map`` checks; else the request is
+        planned whole."""
         route = target.route
         if route.signed_loop and route.policy == "signed" and (
                 not settings.thinking
                 or any(p.role == "assistant" and needs_thinking(p) for p in planned[loop_start:])):
             return False  # thinking off: every message loses its thinking blocks
-        if not (all(r.ids_ok for r in kept) and tool_ids_ok(planned, route.tool_ids)):
-            return False  # the request's ids get a mapping, which may rename ids inside a run
         side = turn_sides(planned, route.wire)[0]
         return side is None or side != closing_side(kept)  # the first turn after the runs opens a turn of its own
 
@@ -271,19 +279,35 @@ class Builder:
         memo.last_plan = ((ctx, start, first), ds, loop_start, list(planned))
         return start, msgs, planned, loop_start, kept
 
-    def _id_map(self, msgs: Sequence[Message], rule: str) -> dict[str, str]:
+    def _id_map(self, msgs: Sequence[Message], rule: str, kept: tuple[Run, ...]) -> dict[str, str] | None:
         """original → wire id for the ids of this request that ``rule`` refuses (usually none):
-        the previous request's mapping grown by the ids after what it covered."""
+        the mapping the kept runs ``kept`` were built under, grown by the ids of ``msgs`` (the
+        messages after them) — the previous request's, grown by the ids after what it covered,
+        where it agrees. None when an id of ``msgs`` sent as it is equals one the runs renamed
+        (the whole history's mapping steps around it: the runs do not hold)."""
+        if rule == "any":
+            return {}
         ds = digests(msgs)
         prev = self.memo.last_ids
         grown = None
-        if prev is not None and prev[0] == rule and shared_prefix(prev[1], ds) == len(prev[1]):
+        if prev is not None and prev[0] == (rule, kept) and shared_prefix(prev[1], ds) == len(prev[1]):
             grown = extend_id_map(rule, prev[2], prev[3], tool_ids(msgs[len(prev[1]):]))
         if grown is None:
-            grown = extend_id_map(rule, {}, set(), tool_ids(msgs))
-            assert grown is not None  # nothing mapped before: nothing to clash with
-        self.memo.last_ids = (rule, ds, *grown)
+            grown = extend_id_map(rule, *id_state(kept), tool_ids(msgs))
+            if grown is None:
+                return None
+        self.memo.last_ids = ((rule, kept), ds, *grown)
         return grown[0]
+
+    def _run_ids(self, msgs: Sequence[Message], rule: str) -> tuple[dict[str, str], tuple[str, ...]]:
+        """A run's ``renamed`` and ``as_is`` for the tool-call ids of ``msgs``, under the mapping
+        of the request just planned; nothing where the route has no id rule."""
+        if rule == "any":
+            return {}, ()
+        assert self.memo.last_ids is not None  # ``plan`` mapped this request's ids
+        mapping = self.memo.last_ids[2]
+        ids = dict.fromkeys(tool_ids(msgs))
+        return {i: mapping[i] for i in ids if i in mapping}, tuple(i for i in ids if i not in mapping)
 
     def _remap_all(self, planned: list[PlannedMessage], mapping: dict[str, str]) -> list[PlannedMessage]:
         """Every planned message with the request's id mapping applied. The previous request's

@@ -10,11 +10,14 @@ the runs whose digests match the stored history, and plans and renders only what
 
 A run holds only what a per-message build would produce under rules that cannot change
 without changing the request context (``memo.context``: route row, host, model, profile,
-lessons, build format): its messages are before the open loop, no tool-call id of the
-request is rewritten, thinking is on, and on a wire that merges same-side messages into one
-turn the run starts a turn of its own. The builder uses runs only when the request it builds
-meets the same conditions (``Builder.plan``); otherwise it plans every message, so a body
-built from runs is always the body a build without them sends.
+lessons, build format): its messages are before the open loop, thinking is on, and on a wire
+that merges same-side messages into one turn the run starts a turn of its own. On a route that
+rewrites tool-call ids (``routing.toolids``) a run also keeps the ids it was built with (stored
+id → id sent): the request's mapping is that mapping grown by the ids after the runs, exactly
+as the whole history's would be, unless a later id sent as it is equals one the runs renamed
+(then the whole history steps around it, and the runs are not used). The builder uses runs only
+when the request it builds meets these conditions (``Builder.plan``); otherwise it plans every
+message, so a body built from runs is always the body a build without them sends.
 
 A failure to read or write runs never fails a turn: it costs a build of every message; a
 stored row that does not decode is a miss (``run_of``).
@@ -28,7 +31,7 @@ many times over the session's life).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -39,7 +42,7 @@ from ..store.requestlog import Tally
 if TYPE_CHECKING:
     from ..store import RunRow
 
-__all__ = ["chain_of", "closing_side", "matching", "merged", "run_of", "state_of"]
+__all__ = ["chain_of", "closing_side", "id_state", "matching", "merged", "run_of", "state_of"]
 
 
 def closing_side(runs: Sequence[Run]) -> str | None:
@@ -74,7 +77,19 @@ def merged(a: Run, b: Run, tally: Any) -> Run:
                a.body + b"," + b.body if a.body and b.body else a.body or b.body,
                "\n\n".join(s for s in (a.system, b.system) if s), a.cost + b.cost, tally,
                a.opens if a.opens is not None else b.opens, b.closes if b.closes is not None else a.closes,
-               a.ids_ok and b.ids_ok)
+               {**a.renamed, **b.renamed}, tuple(dict.fromkeys(a.as_is + b.as_is)))
+
+
+def id_state(runs: Sequence[Run]) -> tuple[dict[str, str], set[str]]:
+    """The tool-call id mapping the chain ``runs`` was built under, as ``toolids.extend_id_map``
+    takes it: (stored id → id sent, for the ids it renamed; every id it sent)."""
+    mapping: dict[str, str] = {}
+    taken: set[str] = set()
+    for r in runs:
+        mapping.update(r.renamed)
+        taken.update(r.as_is)
+        taken.update(r.renamed.values())
+    return mapping, taken
 
 
 def chain_of(rows: Sequence[RunRow]) -> list[Run]:
@@ -97,16 +112,20 @@ def run_of(row: RunRow) -> Run | None:
     try:
         st = orjson.loads(state)
         t = Tally.from_json(st["tally"])
-        system, opens, closes, ids_ok = st["system"], st["opens"], st["closes"], st["ids_ok"]
+        system, opens, closes, renamed, as_is = st["system"], st["opens"], st["closes"], st["renamed"], st["as_is"]
     except (orjson.JSONDecodeError, TypeError, ValueError, KeyError, AttributeError):
         return None
     if not (isinstance(system, str) and opens in (None, "user", "assistant") and closes in (None, "user", "assistant")
-            and isinstance(ids_ok, bool)):
+            and type(renamed) is dict and _strings(renamed.values()) and type(as_is) is list and _strings(as_is)):
         return None
-    return Run(first, end, window, ds, body, system, cost, t, opens, closes, ids_ok)
+    return Run(first, end, window, ds, body, system, cost, t, opens, closes, renamed, tuple(as_is))
+
+
+def _strings(values: Iterable[Any]) -> bool:
+    return set(map(type, values)) <= {str}
 
 
 def state_of(run: Run) -> str:
     """What a stored row keeps of ``run`` beside its columns (the inverse of ``run_of``)."""
     return orjson.dumps({"system": run.system, "tally": run.tally.to_json(), "opens": run.opens,
-                         "closes": run.closes, "ids_ok": run.ids_ok}).decode()
+                         "closes": run.closes, "renamed": run.renamed, "as_is": run.as_is}).decode()

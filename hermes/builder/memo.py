@@ -42,10 +42,10 @@ __all__ = ["FORMAT", "BuildMemo", "context", "digests", "render_context", "rende
 
 Key = tuple[Any, ...]
 
-FORMAT = 2
+FORMAT = 3
 """Version of what a kept result holds and how wires render: part of every ``context``, so
 results kept by a Hermes that built differently are never found. Bump it with any change
-to a wire's ``render_message``, a planner's output or a ``logs.Summary``."""
+to a wire's ``render_message``, a planner's output, a ``logs.Summary`` or a run's stored state."""
 
 _KEEP_CONTEXTS = 2
 """Contexts whose entries a memo keeps (the current one and the one before: a route switch
@@ -169,8 +169,9 @@ class BuildMemo:
         self.last_plan: tuple[tuple[bytes, int, int], list[bytes], int, list[PlannedMessage]] | None = None
         """((context, window start, first planned offset), digests of the window, loop start,
         planned) of the previous plan."""
-        self.last_ids: tuple[str, list[bytes], dict[str, str], set[str]] | None = None
-        """(id rule, digests, id mapping, the wire ids it took) of the previous request."""
+        self.last_ids: tuple[tuple[str, tuple[Run, ...]], list[bytes], dict[str, str], set[str]] | None = None
+        """((id rule, kept runs it grew from), digests of the messages after them, id mapping, the
+        wire ids it took) of the previous request."""
         self.last_remap: tuple[dict[str, str], list[PlannedMessage], list[PlannedMessage]] | None = None
         """(id mapping, planned messages in, remapped out) of the previous request with a mapping."""
         self.last_structure: tuple[tuple[str, str | None], list[Key | None], list[PlannedMessage],

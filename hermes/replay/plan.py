@@ -123,8 +123,12 @@ class Run:
     """Side of the first turn the run opens (``"user"``/``"assistant"``), None if it opens none."""
     closes: str | None
     """Side of the last turn the run opens, None if it opens none."""
-    ids_ok: bool
-    """Every tool-call id in the run is one the route accepts as it is."""
+    renamed: Mapping[str, str]
+    """Stored id → id sent, for each tool-call id of the run that the route's id rule renamed
+    (``routing.toolids``): the mapping the run was built under, which a request grows to use it."""
+    as_is: tuple[str, ...]
+    """The run's tool-call ids sent as they are, on a route with an id rule (none on a route
+    without one, where no id is ever renamed): ids a later renamed id must step around."""
 
     @property
     def size(self) -> int:

@@ -19,7 +19,7 @@ from .plan import Decision, Learned, PlannedMessage, ReplayPlan, Settings
 from .structure import structure
 
 __all__ = ["effort_fields", "ids_hit", "needs_thinking", "plan_message", "plan_replay", "remap_ids",
-           "request_fields", "strips_off", "thinking_for", "tool_ids", "tool_ids_ok", "without_reasoning"]
+           "request_fields", "strips_off", "thinking_for", "tool_ids", "without_reasoning"]
 
 Planner = Callable[[int, Message, Resolved, Learned, bool], PlannedMessage]
 
@@ -68,11 +68,6 @@ def thinking_for(loop: Sequence[PlannedMessage], target: Resolved, settings: Set
             return False, (f"thinking off for this request: open tool-loop turn #{bare[0].index} has no "
                            "thinking block this route may receive (it came from another route)",)
     return settings.thinking, ()
-
-
-def tool_ids_ok(planned: Sequence[PlannedMessage], rule: str) -> bool:
-    """Every tool-call id in ``planned`` is one the route's id ``rule`` accepts as it is."""
-    return rule == "any" or all(valid(rule, i) for pm in planned for i in _part_ids(pm.parts))
 
 
 def _part_ids(parts: Sequence[Part]) -> list[str]:
