@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -148,12 +149,12 @@ def _carries(keys: dict[str, Any]) -> bool:
     return any(k != "calls" for k in keys) or any(keys["calls"])
 
 
-@FAST
-@given(st.sampled_from(sorted(TARGETS)).flatmap(lambda r: st.tuples(st.just(r), turns(r))),
-       st.integers(0, 5), st.sampled_from(["altered", "tenant", "deployment"]))
-def test_an_envelope_restores_only_as_sealed(case: tuple[str, list[Message]], which: int, how: str) -> None:
-    route, history = case
-    got = [_reasoning_keys(m) for m in _through_door(
+def check_restores_only_as_sealed(through: Callable[..., list[dict[str, Any]]], route: str, history: list[Message],
+                                  which: int, how: str) -> None:
+    """A door's envelopes (``through``: the door, as ``_through_door``) restore only as sealed:
+    an altered one, another tenant's or another deployment key's restores nothing, and the
+    others are untouched. Both doors' properties share it."""
+    got = [_reasoning_keys(m) for m in through(
         history, route, alter=which if how == "altered" else None,
         seal_tenant="another" if how == "tenant" else TENANT,
         opener=Sealer([bytes(range(1, 33))]) if how == "deployment" else SEALER)]
@@ -167,6 +168,13 @@ def test_an_envelope_restores_only_as_sealed(case: tuple[str, list[Message]], wh
     originals = {p.text for m in history for p in m.reasoning}
     assert not originals & {g.get(k) for n, g in enumerate(got) if n in spoiled
                             for k in ("reasoning_content", "reasoning")}
+
+
+@FAST
+@given(st.sampled_from(sorted(TARGETS)).flatmap(lambda r: st.tuples(st.just(r), turns(r))),
+       st.integers(0, 5), st.sampled_from(["altered", "tenant", "deployment"]))
+def test_an_envelope_restores_only_as_sealed(case: tuple[str, list[Message]], which: int, how: str) -> None:
+    check_restores_only_as_sealed(_through_door, *case, which, how)
 
 
 # --- stream = whole --------------------------------------------------------------------------
