@@ -143,17 +143,29 @@ class ChatDecoder:
 
     # --- one SSE event ----------------------------------------------------------------
     def decode_event(self, event: str, data: str) -> list[Delta]:
+        out: list[Delta] = []
+        self._event(data, out)
+        return out
+
+    def decode_events(self, events: Sequence[tuple[str, str]]) -> list[Delta]:
+        """The events of one network read, each decoded in order, onto one list."""
+        out: list[Delta] = []
+        one = self._event
+        for _, data in events:
+            one(data, out)
+        return out
+
+    def _event(self, data: str, out: list[Delta]) -> None:
         if data == "[DONE]":
-            return []
+            return
         try:
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:
             raise StreamError(f"malformed stream chunk (not JSON): {data[:120]!r}") from None
         if type(chunk) is not dict:
             raise StreamError(f"malformed stream chunk (not an object): {data[:120]!r}")
-        if "error" in chunk and chunk["error"] is not None:
+        if chunk.get("error") is not None:
             _raise_error(chunk)
-        out: list[Delta] = []
         try:  # free when nothing is wrong; a member of the wrong type is a malformed chunk
             choices = chunk.get("choices")
             if choices:
@@ -170,12 +182,6 @@ class ChatDecoder:
                 out.append(UsageDelta(dict(usage)))
         except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
             raise StreamError(f"malformed stream chunk ({_what(e)}): {data[:120]!r}") from None
-        return out
-
-    def decode_events(self, events: Sequence[tuple[str, str]]) -> list[Delta]:
-        """The events of one network read, each decoded in order."""
-        decode = self.decode_event
-        return [d for event, data in events for d in decode(event, data)]
 
     # --- shared body --------------------------------------------------------------------
     def _message(self, m: Mapping[str, Any], out: list[Delta], whole: bool) -> None:
