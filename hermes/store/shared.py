@@ -4,12 +4,13 @@ other methods, so ``Store`` (SQLite) and ``PgStore`` (PostgreSQL) cannot drift a
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import orjson
 
 from ..core.errors import StoreError
-from ..core.messages import dumps
+from ..core.messages import Message, dumps
 from .records import SessionInfo
 
 __all__ = ["HINT_LIST", "SharedMethods"]
@@ -31,10 +32,23 @@ _INFO_ONE = _INFO_SQL + " WHERE s.id = ?"
 
 
 class SharedMethods:
-    """Mixed into both stores; relies on ``list_sessions``, ``load``, ``acquire_lease``, ``_read``."""
+    """Mixed into both stores; relies on ``close``, ``load_tail``, ``acquire_lease``, ``_read``."""
 
-    def load(self, session_id: str) -> list[Any]:
+    def close(self) -> None:
         raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def load_tail(self, session_id: str, start: int) -> list[Message]:
+        raise NotImplementedError
+
+    def load(self, session_id: str) -> list[Message]:
+        """The whole history, in order: one existence check plus one joined query."""
+        return self.load_tail(session_id, 0)
 
     def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None:
         raise NotImplementedError
@@ -46,6 +60,14 @@ class SharedMethods:
     @staticmethod
     def _unknown(session_id: str) -> StoreError:
         return StoreError(f"unknown session {session_id!r}", hint=HINT_LIST)
+
+    @staticmethod
+    def _branch_upto(session_id: str, upto_seq: int | None, last: int | None) -> int | None:
+        """The last seq a branch keeps: ``upto_seq``, checked against the parent's ``last``."""
+        if upto_seq is not None and (last is None or not 0 <= upto_seq <= last):
+            raise StoreError(f"session {session_id!r} has no message seq {upto_seq}"
+                             f" (last seq is {last if last is not None else 'none: it is empty'})")
+        return last if upto_seq is None else upto_seq
 
     def model_config(self, session_id: str) -> dict[str, Any]:
         """Learned per-session facts (e.g. ``reasoning_rejected_carriers``)."""
