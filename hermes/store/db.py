@@ -37,7 +37,7 @@ from .codec import messages_from_rows, part_to_row
 from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability, NewSession, SessionInfo
-from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
+from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, RunRow
 from .shared import _INFO_SQL, SharedMethods
 
 __all__ = ["Store"]
@@ -337,11 +337,6 @@ class Store(SharedMethods):
         return sid
 
     # ------------------------------------------------------------------ build results
-
-    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
-        """The session's kept runs for request context ``context`` (``hermes.builder.kept``), in
-        order; rows that do not decode are left out (a miss: those messages are built again)."""
-        return checked(self._read(SELECT, (session_id, context)))
 
     def save_run(self, session_id: str, context: bytes, row: RunRow) -> bool:
         """Keep ``row`` as the next run of the session's chain for ``context`` (one chain per

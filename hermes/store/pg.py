@@ -38,7 +38,7 @@ from .db import _LOAD_SQL, _json, _route_json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
 from .records import Capability, NewSession, SessionInfo
-from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
+from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, RunRow
 from .shared import _INFO_ONE, SharedMethods
 from .url import display_url, url_passwords
 
@@ -290,10 +290,6 @@ class PgStore(SharedMethods):
         return sid
 
     # ------------------------------------------------------------------ build results
-
-    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
-        """As :meth:`Store.load_runs`."""
-        return checked(self._read(SELECT, (session_id, context)))
 
     def save_run(self, session_id: str, context: bytes, row: RunRow) -> bool:
         """As :meth:`Store.save_run` (under the session's row lock)."""

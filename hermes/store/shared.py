@@ -12,6 +12,7 @@ import orjson
 from ..core.errors import StoreError
 from ..core.messages import Message, dumps
 from .records import SessionInfo
+from .runs import SELECT, RunRow, checked
 
 __all__ = ["HINT_LIST", "SharedMethods"]
 
@@ -107,6 +108,11 @@ class SharedMethods:
         an unknown session fails here, not mid-write."""
         history = self.load(session_id)
         return (dumps(m) + b"\n" for m in history)
+
+    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
+        """The session's kept runs for request context ``context`` (``hermes.builder.kept``), in
+        order; rows that do not decode are left out (a miss: those messages are built again)."""
+        return checked(self._read(SELECT, (session_id, context)))
 
     def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
         """Take (or renew) the per-session turn lock for ``ttl_s`` seconds.
