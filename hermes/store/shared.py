@@ -4,7 +4,6 @@ other methods, so ``Store`` (SQLite) and ``PgStore`` (PostgreSQL) cannot drift a
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import Any, Self
 
 import orjson
@@ -14,7 +13,7 @@ from ..core.messages import Message, dumps
 from .records import SessionInfo
 from .runs import SELECT, RunRow, checked
 
-__all__ = ["HINT_LIST", "SharedMethods"]
+__all__ = ["HINT_LIST", "Closing", "SharedMethods"]
 
 HINT_LIST = "list sessions with `hermes sessions list`"
 _INFO_SQL = (
@@ -32,8 +31,8 @@ _INFO_ONE = _INFO_SQL + " WHERE s.id = ?"
 """One session's row by its exact id."""
 
 
-class SharedMethods:
-    """Mixed into both stores; relies on ``close``, ``load_tail``, ``acquire_lease``, ``_read``."""
+class Closing:
+    """``with`` it: ``close`` at the end of the block (the stores, their views, the proxy's memories)."""
 
     def close(self) -> None:
         raise NotImplementedError
@@ -41,8 +40,12 @@ class SharedMethods:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SharedMethods(Closing):
+    """Mixed into both stores; relies on ``close``, ``load_tail``, ``acquire_lease``, ``_read``."""
 
     def load_tail(self, session_id: str, start: int) -> list[Message]:
         raise NotImplementedError
