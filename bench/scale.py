@@ -1,7 +1,7 @@
 """Scale-out: gateway turns/s and added p99 latency, SQLite x 1 process vs PostgreSQL x 1, 2, 4.
 
 Setup: the ``openai-responses`` emulator in this process (zero latency), a throw-away
-PostgreSQL server started here (``hermes.store.pgcluster``, fsync on with
+PostgreSQL server started here (``tests/_pgcluster.py``, fsync on with
 ``synchronous_commit=off`` — the promise SQLite's WAL + ``synchronous=NORMAL`` makes), and for
 each configuration a fresh ``hermes gateway --workers W`` on a fresh store. 32 sessions x
 TURNS turns posted concurrently; a turn = user message, a tool call, a tool result, an answer
@@ -45,6 +45,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the PostgreSQL cluster is test code
 from gateway import KEY, MODEL, ROUTE, pct, run_direct, run_gateway, start_gateway
 
 SESSIONS = 32
@@ -177,11 +178,12 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2,4", help="PostgreSQL worker counts (default 1,2,4)")
     ap.add_argument("--only", choices=("gateway", "proxy"), help="measure only the gateway or only the proxy")
     args = ap.parse_args()
+    from _pgcluster import Cluster
+
     from hermes.emulate import Emulator
     from hermes.proxy import open_memory
     from hermes.store import Store
     from hermes.store.pg import PgStore
-    from hermes.store.pgcluster import Cluster
 
     root = Path(tempfile.mkdtemp(prefix="hermes-scale-"))
     os.environ["OPENAI_API_KEY"] = KEY

@@ -3,13 +3,19 @@ written the way real client code writes them (nothing here knows about reasoning
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hermes.proxy import Bounds, ProxyOptions, open_memory
-from hermes.proxy.server import Background
-from hermes.store import Store
+import uvicorn
+
+from hermes.proxy import Bounds, ProxyOptions, ReasoningMemory, open_memory
+from hermes.proxy.app import create_app
+from hermes.proxy.server import _config
+from hermes.serving.listen import bind
+from hermes.store import SessionStore, Store
 
 ROUTES = ("deepseek", "kimi", "gemini-openai", "openrouter", "glm", "copilot", "mistral", "generic")
 TOOLS = [{"type": "function", "function": {
@@ -18,6 +24,40 @@ TOOLS = [{"type": "function", "function": {
 RESULT = "README.md hermes/ tests/"
 ASK = {"reasoning": {"enabled": True}}
 """How an OpenRouter client asks for reasoning (Claude there thinks only when asked)."""
+
+
+class Background:
+    """An ASGI app (by default the proxy's) on 127.0.0.1 in a background thread, served as
+    ``hermes proxy`` serves it."""
+
+    def __init__(self, memory: ReasoningMemory | None = None, ledger: SessionStore | None = None,
+                 options: ProxyOptions | None = None, *, app: Any = None) -> None:
+        self._sock = bind("127.0.0.1", 0)
+        self.port = self._sock.getsockname()[1]
+        if app is None:
+            if memory is None or ledger is None:
+                raise TypeError("Background: the proxy's app needs a memory and a ledger (or pass app=)")
+            app = create_app(memory, ledger, options)
+        self._server = uvicorn.Server(_config(app, "warning"))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name="hermes-proxy", daemon=True)
+
+    def url(self, route: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{route}"
+
+    def __enter__(self) -> Background:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("proxy failed to start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+        self._sock.close()
 
 
 @contextmanager

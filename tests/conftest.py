@@ -91,7 +91,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def pg_cluster() -> Iterator[Any]:
     """One throw-away PostgreSQL server for the whole run (initdb in a temp dir, loopback port),
     stopped and deleted at the end. Missing binaries fail loudly: scripts/check installs them."""
-    from hermes.store.pgcluster import Cluster, ClusterUnavailable
+    from _pgcluster import Cluster, ClusterUnavailable
 
     try:
         cluster = Cluster().start()

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from hermes.agent.compaction import (
     CompactionError,
+    _walk,
     compact,
     compress,
     context_budget,
-    tail_walk,
 )
 from hermes.agent.compactor import AutoCompactor, compress_session
 from hermes.agent.loop import Agent
@@ -328,7 +328,8 @@ def test_compress_lands_under_budget_keeps_reasoning_and_is_idempotent(
         return
     new = [*history, *out.messages]
     # The tail walk's prediction is exactly the next preflight estimate, and it fits.
-    assert out.after == est.estimate_history(new, target, factor=factor) == tail_walk(new, target, factor=factor)[0]
+    w = _walk(new, target, Learned(), Settings(), (), factor)
+    assert out.after == est.estimate_history(new, target, factor=factor) == w.total(w.costs)
     assert out.after <= budget and out.after < out.before
     start, win = window(new)
     assert start == len(history) and isinstance(win[0].parts[0], Compaction)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes.agent.compaction import tail_walk
+from hermes.agent.compaction import _walk
 from hermes.agent.compactor import AutoCompactor, CompactContext
 from hermes.agent.loop import Agent
 from hermes.builder import estimate as est
@@ -29,7 +29,7 @@ from hermes.core.messages import (
     ToolCall,
     ToolResult,
 )
-from hermes.replay import Learned, plan_replay
+from hermes.replay import Learned, Settings, plan_replay
 from hermes.routing.resolve import resolve
 from hermes.routing.routes import ROUTES
 from hermes.store import Store
@@ -224,7 +224,8 @@ FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCh
 def test_preflight_equals_tail_walk(history: list[Message], target: Any, factor: float, with_tools: bool) -> None:
     tools = TOOLS if with_tools else []
     preflight = est.estimate_history(history, target, tools=tools, factor=factor)
-    walk = tail_walk(history, target, tools=tools, factor=factor)
+    w = _walk(history, target, Learned(), Settings(), tools, factor)  # compaction's walk of the window
+    walk = [w.total(w.costs[i:]) for i in range(len(w.costs))]  # the request keeping the window from i on
     assert walk[0] == preflight
     assert walk == sorted(walk, reverse=True)  # dropping older messages never costs more
     plan = plan_replay(history, target, Learned())

@@ -144,7 +144,7 @@ def lan_only(lan: Lan, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def db(lan: Lan) -> Iterator[Any]:
     """A PostgreSQL server listening on loopback (for the tests' own reads) and on the bridge."""
-    from hermes.store.pgcluster import Cluster
+    from _pgcluster import Cluster
 
     with Cluster(network=f"{lan.gateway}/24") as pg:
         yield pg

@@ -19,7 +19,7 @@ import openai
 import orjson
 import pytest
 from _cli import cli
-from _proxy import ASK, RESULT, TOOLS, openai_loop, openai_step, running_proxy
+from _proxy import ASK, RESULT, TOOLS, Background, openai_loop, openai_step, running_proxy
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -27,7 +27,6 @@ from starlette.routing import Route
 
 from hermes.core.messages import Message, Reasoning, RouteKey, Text, ToolCall
 from hermes.proxy import Bounds, SqliteMemory, message_key, tenant_of
-from hermes.proxy.server import Background
 from hermes.replay import GEMINI_SKIP_SIGNATURE, PAD
 from hermes.store import Store
 from hermes.store.requestlog import read_log

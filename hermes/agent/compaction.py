@@ -52,7 +52,6 @@ __all__ = [
     "compress",
     "context_budget",
     "render_transcript",
-    "tail_walk",
 ]
 
 Summarizer = Callable[[Sequence[Message]], str]
@@ -114,27 +113,6 @@ def _walk(history: Sequence[Message], resolved: Resolved, learned: Learned, sett
     assert len(costs) == len(msgs), "the planner emits one planned message per windowed message"
     fixed = REQUEST_BASE + tools_cost(tools, basis_for(resolved))
     return _Walk(start, msgs, costs, fixed, factor)
-
-
-def tail_walk(
-    history: Sequence[Message],
-    resolved: Resolved,
-    *,
-    learned: Learned = Learned(),
-    settings: Settings = Settings(),
-    tools: Sequence[ToolSpec] = (),
-    factor: float = 1.0,
-) -> list[int]:
-    """Estimated tokens of the request when it keeps the window from message ``i`` on, for
-    every ``i`` of the window (the fixed request cost included). ``[0]`` is the preflight
-    estimate of the whole history."""
-    w = _walk(history, resolved, learned, settings, tools, factor)
-    out = [0] * len(w.costs)
-    acc = 0
-    for i in range(len(w.costs) - 1, -1, -1):
-        acc += w.costs[i]
-        out[i] = math.ceil((w.fixed + acc) * factor)
-    return out
 
 
 def _is_checkpoint(m: Message) -> bool:

@@ -225,10 +225,12 @@ class Runtime:
 
     @contextmanager
     def lease(self, session_id: str) -> Iterator[Lease]:
-        """Hold ``session_id``'s fenced lease (the one gateway workers take) for the block."""
-        from .lease import session_lease
+        """Hold ``session_id``'s fenced lease (the one gateway workers take) for the block: a CLI
+        turn waits up to 10 s for a running turn, and steps committed through :meth:`fenced`
+        are refused once the lease is lost (``LeaseBusy`` if it stays busy)."""
+        from ..store.lease import hold_lease
 
-        with session_lease(self.store, session_id) as lease:
+        with hold_lease(self.store, session_id, ttl_s=30.0, wait_s=10.0, kind="cli") as lease:
             yield lease
 
     def fenced(self, lease: Lease) -> SessionStore:

@@ -210,7 +210,6 @@ _ZERO_ONE = bytes([1] + [0] * 255)
 _AS_WORDS = bytes(97 if c in _LETTERS else 32 for c in range(256))
 """Letters → ``a``, everything else → space: runs of ``a`` are the ``_WORD`` matches."""
 _AS_B64 = bytes(97 if c in _LETTERS or chr(c) in "0123456789+/_-" else 32 for c in range(256))
-_AS_SPACES = bytes(32 if c == 32 else 120 for c in range(256))
 _DIGITS = b"0123456789"
 
 

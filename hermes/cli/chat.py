@@ -18,27 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["chat"]
 
 
-class _Spinner:
-    """rich's spinner on a terminal's stderr while a request waits for its first byte."""
-
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
-        self._status: Any = None
-
-    def start(self, label: str) -> None:
-        if not self.enabled or self._status is not None:
-            return
-        from rich.console import Console  # imported on first use: keeps `hermes --help` fast
-
-        self._status = Console(stderr=True).status(label, spinner="dots")
-        self._status.start()
-
-    def stop(self) -> None:
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
-
-
 class _Printer:
     """Streams a turn to the terminal: reasoning dimmed on stderr, answer text on stdout."""
 
@@ -47,7 +26,7 @@ class _Printer:
         self.show_reasoning = show_reasoning
         self.in_reasoning = False
         self.wrote_text = False
-        self.spinner = _Spinner()
+        self.spinner = Activity()  # while a request waits for its first byte
         self.activity = Activity()
 
     def __call__(self, event: AgentEvent) -> None:

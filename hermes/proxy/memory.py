@@ -41,6 +41,7 @@ import orjson
 
 from ..core.errors import HistoryError, StoreError
 from ..core.messages import Message, Text, ToolCall, dumps, loads
+from ..store.shared import Closing
 from ..wire.chat_decode import split_think
 
 if TYPE_CHECKING:
@@ -301,7 +302,7 @@ def open_memory(store: SessionStore, bounds: Bounds = Bounds()) -> ReasoningMemo
     return SqliteMemory(store.path if isinstance(store, Store) else None, bounds)
 
 
-class SqliteMemory:
+class SqliteMemory(Closing):
     """``ReasoningMemory`` in ``state.db``: a read connection for the request path and a write
     connection for the recorder's worker thread, so a commit never stalls a lookup (WAL)."""
 
@@ -371,12 +372,6 @@ class SqliteMemory:
             n, size = self._r.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM proxy_memory WHERE tenant = ?",
                                       (tenant,)).fetchone()
         return int(n), int(size)
-
-    def __enter__(self) -> SqliteMemory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         with self._wlock, self._rlock:

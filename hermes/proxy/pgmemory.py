@@ -26,6 +26,7 @@ from typing import Any
 from ..core.errors import StoreError
 from ..core.messages import Message
 from ..store.pg import _NOW, PgStore
+from ..store.shared import Closing
 from .memory import Bounds, Decoded, fitting
 
 __all__ = ["PgMemory"]
@@ -33,7 +34,7 @@ __all__ = ["PgMemory"]
 _PRUNE_EVERY = 256
 
 
-class PgMemory:
+class PgMemory(Closing):
     """``ReasoningMemory`` on a ``PgStore``'s connection pool (the store stays the caller's to close)."""
 
     def __init__(self, store: PgStore, bounds: Bounds = Bounds()) -> None:
@@ -90,12 +91,6 @@ class PgMemory:
         rows: list[Any] = self.store._read(
             "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM proxy_memory WHERE tenant = %s", (tenant,))
         return int(rows[0][0]), int(rows[0][1])
-
-    def __enter__(self) -> PgMemory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop using the store; the pool is the store's and closes with it."""

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..store import SessionStore
     from .memory import ReasoningMemory
 
-__all__ = ["Background", "check_env_keys", "serve"]
+__all__ = ["check_env_keys", "serve"]
 
 _HEADER_TIMEOUT_S = 10.0
 _MAX_CONNECTIONS = 1024
@@ -51,42 +51,3 @@ def serve(memory: ReasoningMemory, ledger: SessionStore, *, host: str, port: int
     run_announced(server, sock, f"hermes proxy listening on http://{shown}:{actual}/<route>")
     print("hermes proxy stopped", file=sys.stderr, flush=True)
 
-
-class Background:
-    """An ASGI app (by default the proxy's) on 127.0.0.1 in a background thread, for tests and
-    ``bench/proxy.py``."""
-
-    def __init__(self, memory: ReasoningMemory | None = None, ledger: SessionStore | None = None,
-                 options: ProxyOptions | None = None, *, app: Any = None) -> None:
-        import threading
-
-        import uvicorn
-
-        self._sock = bind("127.0.0.1", 0)
-        self.port = self._sock.getsockname()[1]
-        if app is None:
-            if memory is None or ledger is None:
-                raise TypeError("Background: the proxy's app needs a memory and a ledger (or pass app=)")
-            app = create_app(memory, ledger, options)
-        self._server = uvicorn.Server(_config(app, "warning"))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
-                                        name="hermes-proxy", daemon=True)
-
-    def url(self, route: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{route}"
-
-    def __enter__(self) -> Background:
-        import time
-
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("proxy failed to start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=5)
-        self._sock.close()

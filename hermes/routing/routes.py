@@ -34,7 +34,6 @@ __all__ = [
     "at_path",
     "deep_merge",
     "host_matches",
-    "route_by_key",
 ]
 
 Carrier: TypeAlias = Literal["reasoning_content", "reasoning", "reasoning_details"]
@@ -444,9 +443,3 @@ FALLBACK_ROW = "generic"
 AWS_SDK_HOST = "bedrock-runtime.amazonaws.com"
 """The host recorded for an ``auth = "aws"`` row without a base URL (the SDK picks the regional
 endpoint); it is part of every stored origin from such a row, so it never changes."""
-
-_BY_KEY = {r.key: r for r in ROUTES}
-
-
-def route_by_key(key: str) -> Route | None:
-    return _BY_KEY.get(key)

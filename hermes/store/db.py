@@ -25,7 +25,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import orjson
@@ -38,7 +37,7 @@ from .codec import messages_from_rows, part_to_row
 from .lease import Lease, check_fence
 from .opening import explain, open_db
 from .records import Capability, NewSession, SessionInfo
-from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
+from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, RunRow
 from .shared import _INFO_SQL, SharedMethods
 
 __all__ = ["Store"]
@@ -64,6 +63,13 @@ def _json(value: Any, what: str) -> str:
         return orjson.dumps(value).decode()
     except TypeError as e:
         raise StoreError(f"{what} is not JSON-serialisable: {e}") from None
+
+
+def _route_json(route_key: RouteKey | None) -> str | None:
+    if route_key is None:
+        return None
+    return _json({"provider": route_key.provider, "host": route_key.host, "model": route_key.model,
+                  "wire": route_key.wire}, "route_key")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -93,14 +99,6 @@ class Store(SharedMethods):
         with self._lock:
             self._c.close()
 
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     @contextmanager
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
         """One IMMEDIATE transaction: the write lock is taken up front, so reads inside it
@@ -129,6 +127,14 @@ class Store(SharedMethods):
             raise StoreError(f"cannot read {self.path}: {e}") from None
 
 
+    @staticmethod
+    def _new_id(c: sqlite3.Connection) -> str:
+        """12 random hex chars no session has yet (short enough to type)."""
+        while True:
+            sid = secrets.token_hex(6)
+            if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
+                return sid
+
     def _require(self, c: sqlite3.Connection, session_id: str) -> None:
         if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
             raise self._unknown(session_id)
@@ -148,10 +154,7 @@ class Store(SharedMethods):
         config = _json(dict(model_config or {}), "model_config")
         now = time.time()
         with self._write("create a session") as c:
-            while True:
-                sid = secrets.token_hex(6)
-                if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
-                    break
+            sid = self._new_id(c)
             c.execute(
                 "INSERT INTO sessions (id, created, updated, title, provider, model, base_url,"
                 " model_config) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -191,10 +194,6 @@ class Store(SharedMethods):
             )
 
     # ------------------------------------------------------------------ history
-
-    def load(self, session_id: str) -> list[Message]:
-        """The whole history, in order: one existence check plus one joined query."""
-        return self.load_tail(session_id, 0)
 
     def load_tail(self, session_id: str, start: int) -> list[Message]:
         """The messages from position ``start`` on (``load`` is ``start=0``): what a process that
@@ -240,13 +239,7 @@ class Store(SharedMethods):
             if fence is not None:
                 check_fence(fence, None if owner is None else (owner, held))
             now = time.time()
-            rk = None
-            if route_key is not None:
-                rk = _json(
-                    {"provider": route_key.provider, "host": route_key.host,
-                     "model": route_key.model, "wire": route_key.wire},
-                    "route_key",
-                )
+            rk = _route_json(route_key)
             c.execute(
                 "INSERT INTO turns (session_id, id, first_seq, last_seq, route_key, usage, created)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -313,16 +306,8 @@ class Store(SharedMethods):
             if parent is None:
                 raise self._unknown(session_id)
             p_title, provider, model, base_url, config, last = parent
-            upto = last if upto_seq is None else upto_seq
-            if upto_seq is not None and (last is None or not 0 <= upto_seq <= last):
-                raise StoreError(
-                    f"session {session_id!r} has no message seq {upto_seq}"
-                    f" (last seq is {last if last is not None else 'none: it is empty'})"
-                )
-            while True:
-                sid = secrets.token_hex(6)
-                if not c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
-                    break
+            upto = self._branch_upto(session_id, upto_seq, last)
+            sid = self._new_id(c)
             now = time.time()
             c.execute(
                 "INSERT INTO sessions (id, created, updated, title, provider, model, base_url,"
@@ -352,11 +337,6 @@ class Store(SharedMethods):
         return sid
 
     # ------------------------------------------------------------------ build results
-
-    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
-        """The session's kept runs for request context ``context`` (``hermes.builder.kept``), in
-        order; rows that do not decode are left out (a miss: those messages are built again)."""
-        return checked(self._read(SELECT, (session_id, context)))
 
     def save_run(self, session_id: str, context: bytes, row: RunRow) -> bool:
         """Keep ``row`` as the next run of the session's chain for ``context`` (one chain per

@@ -26,7 +26,6 @@ import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from types import TracebackType
 from typing import Any
 
 import orjson
@@ -35,11 +34,11 @@ from ..core.errors import HermesError, StoreError, register_secret
 from ..core.messages import Message, RouteKey, digest_of
 from . import ledger
 from .codec import messages_from_rows, part_to_row
-from .db import _LOAD_SQL, _json, merge_patch
+from .db import _LOAD_SQL, _json, _route_json, merge_patch
 from .lease import Lease, check_fence
 from .pg_schema import migrate
 from .records import Capability, NewSession, SessionInfo
-from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, SELECT, RunRow, checked
+from .runs import END_BEFORE, FROM, INSERT, OTHER_CHAINS, RunRow
 from .shared import _INFO_ONE, SharedMethods
 from .url import display_url, url_passwords
 
@@ -94,12 +93,6 @@ class PgStore(SharedMethods):
 
     def close(self) -> None:
         self._pool.close()
-
-    def __enter__(self) -> PgStore:
-        return self
-
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
 
     @contextmanager
     def _write(self, what: str, *, pipelined: bool = False) -> Iterator[Any]:
@@ -188,9 +181,6 @@ class PgStore(SharedMethods):
 
     # ------------------------------------------------------------------ history
 
-    def load(self, session_id: str) -> list[Message]:
-        return self.load_tail(session_id, 0)
-
     def load_tail(self, session_id: str, start: int) -> list[Message]:
         """The messages from position ``start`` on, as :meth:`Store.load_tail` (``hermes.builder.hot``)."""
         with self._reading(binary=True) as cur, cur.connection.pipeline(), cur.connection.cursor(binary=True) as rows:
@@ -220,10 +210,7 @@ class PgStore(SharedMethods):
             blobs = sorted(firsts.items())  # one lock order for every writer: no deadlocks
         except (TypeError, UnicodeEncodeError) as e:
             raise StoreError(f"cannot append a turn: {e} ({self.url})") from None
-        rk = None
-        if route_key is not None:
-            rk = _json({"provider": route_key.provider, "host": route_key.host, "model": route_key.model,
-                        "wire": route_key.wire}, "route_key")
+        rk = _route_json(route_key)
         use = None if usage is None else _json(dict(usage), "usage")
         new_config = None if create is None else _json(create.model_config, "model_config")
         with self._write("append a turn", pipelined=True) as cur, cur.connection.cursor() as after:
@@ -282,10 +269,7 @@ class PgStore(SharedMethods):
             if parent is None:
                 raise self._unknown(session_id)
             p_title, provider, model, base_url, config, last = parent
-            upto = last if upto_seq is None else upto_seq
-            if upto_seq is not None and (last is None or not 0 <= upto_seq <= last):
-                raise StoreError(f"session {session_id!r} has no message seq {upto_seq}"
-                                 f" (last seq is {last if last is not None else 'none: it is empty'})")
+            upto = self._branch_upto(session_id, upto_seq, last)
             now = time.time()
             sid = self._new_id(cur, "INSERT INTO sessions (id, created, updated, title, provider, model, base_url,"
                                " parent_id, branch_of_seq, model_config) VALUES (%(id)s, %(now)s, %(now)s, %(title)s,"
@@ -306,10 +290,6 @@ class PgStore(SharedMethods):
         return sid
 
     # ------------------------------------------------------------------ build results
-
-    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
-        """As :meth:`Store.load_runs`."""
-        return checked(self._read(SELECT, (session_id, context)))
 
     def save_run(self, session_id: str, context: bytes, row: RunRow) -> bool:
         """As :meth:`Store.save_run` (under the session's row lock)."""

@@ -4,15 +4,16 @@ other methods, so ``Store`` (SQLite) and ``PgStore`` (PostgreSQL) cannot drift a
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Self
 
 import orjson
 
 from ..core.errors import StoreError
-from ..core.messages import dumps
+from ..core.messages import Message, dumps
 from .records import SessionInfo
+from .runs import SELECT, RunRow, checked
 
-__all__ = ["HINT_LIST", "SharedMethods"]
+__all__ = ["HINT_LIST", "Closing", "SharedMethods"]
 
 HINT_LIST = "list sessions with `hermes sessions list`"
 _INFO_SQL = (
@@ -30,11 +31,28 @@ _INFO_ONE = _INFO_SQL + " WHERE s.id = ?"
 """One session's row by its exact id."""
 
 
-class SharedMethods:
-    """Mixed into both stores; relies on ``list_sessions``, ``load``, ``acquire_lease``, ``_read``."""
+class Closing:
+    """``with`` it: ``close`` at the end of the block (the stores, their views, the proxy's memories)."""
 
-    def load(self, session_id: str) -> list[Any]:
+    def close(self) -> None:
         raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SharedMethods(Closing):
+    """Mixed into both stores; relies on ``close``, ``load_tail``, ``acquire_lease``, ``_read``."""
+
+    def load_tail(self, session_id: str, start: int) -> list[Message]:
+        raise NotImplementedError
+
+    def load(self, session_id: str) -> list[Message]:
+        """The whole history, in order: one existence check plus one joined query."""
+        return self.load_tail(session_id, 0)
 
     def acquire_lease(self, session_id: str, owner: str, ttl_s: float) -> int | None:
         raise NotImplementedError
@@ -46,6 +64,14 @@ class SharedMethods:
     @staticmethod
     def _unknown(session_id: str) -> StoreError:
         return StoreError(f"unknown session {session_id!r}", hint=HINT_LIST)
+
+    @staticmethod
+    def _branch_upto(session_id: str, upto_seq: int | None, last: int | None) -> int | None:
+        """The last seq a branch keeps: ``upto_seq``, checked against the parent's ``last``."""
+        if upto_seq is not None and (last is None or not 0 <= upto_seq <= last):
+            raise StoreError(f"session {session_id!r} has no message seq {upto_seq}"
+                             f" (last seq is {last if last is not None else 'none: it is empty'})")
+        return last if upto_seq is None else upto_seq
 
     def model_config(self, session_id: str) -> dict[str, Any]:
         """Learned per-session facts (e.g. ``reasoning_rejected_carriers``)."""
@@ -85,6 +111,11 @@ class SharedMethods:
         an unknown session fails here, not mid-write."""
         history = self.load(session_id)
         return (dumps(m) + b"\n" for m in history)
+
+    def load_runs(self, session_id: str, context: bytes) -> list[RunRow]:
+        """The session's kept runs for request context ``context`` (``hermes.builder.kept``), in
+        order; rows that do not decode are left out (a miss: those messages are built again)."""
+        return checked(self._read(SELECT, (session_id, context)))
 
     def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
         """Take (or renew) the per-session turn lock for ``ttl_s`` seconds.

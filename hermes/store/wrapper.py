@@ -10,8 +10,9 @@ and a method added to it must be added here too; nothing is forwarded by attribu
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
+
+from .shared import Closing
 
 if TYPE_CHECKING:
     from ..core.messages import Message, RouteKey
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["StoreWrapper"]
 
 
-class StoreWrapper:
+class StoreWrapper(Closing):
     """``inner`` as it is; a subclass overrides what its view changes."""
 
     def __init__(self, inner: SessionStore) -> None:
@@ -32,13 +33,6 @@ class StoreWrapper:
     # plumbing
     def close(self) -> None:
         self.inner.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None, /) -> None:
-        self.close()
 
     # sessions
     def create_session(self, *, provider: str, model: str, base_url: str = "", title: str = "",

@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 import orjson
 from _loopback import Seen, Upstream, proxy_process
+from _proxy import Background
 
 from hermes.proxy import ProxyOptions, SqliteMemory, create_app
-from hermes.proxy.server import Background
 from hermes.store import Store
 
 MODEL = "deepseek-v4-pro"
