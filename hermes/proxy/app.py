@@ -149,8 +149,7 @@ class Proxy:
         self.pending: dict[tuple[str, str], Message] = {}
         """(tenant, key) → turns recorded but not yet written to ``memory``."""
         self.writes: set[asyncio.Task[None]] = set()
-        self._learned: dict[tuple[str, str, str], tuple[float, Learned]] = {}
-        self._values: dict[tuple[str, str, str], tuple[float, tuple[ValueRule, ...]]] = {}
+        self._lessons: dict[tuple[str, str, str], tuple[float, Learned, tuple[ValueRule, ...]]] = {}
         self._targets: dict[tuple[str, str, str], Resolved] = {}
         self.writer = anyio.CapacityLimiter(8)
         """Threads writing recorded turns to the memory store at once."""
@@ -403,20 +402,20 @@ class Proxy:
         return hit
 
     def forget_lessons(self) -> None:
-        """Drop the lesson memos: a refusal just taught the ledger something."""
-        self._learned.clear()
-        self._values.clear()
+        """Drop the lesson memo: a refusal just taught the ledger something."""
+        self._lessons.clear()
 
-    def learned(self, target: Resolved) -> Learned:
-        """``rejections.learned_for`` with a short memo: one ledger read per route and second."""
+    def lessons(self, target: Resolved) -> tuple[Learned, tuple[ValueRule, ...]]:
+        """``rejections.learned_for`` and ``values_for`` with a short memo: one ledger read per
+        route and second."""
         k = (target.route.key, target.host, target.model)
-        hit = self._learned.get(k)
+        hit = self._lessons.get(k)
         now = time.monotonic()
         if hit is None or now - hit[0] > 1.0:
-            if len(self._learned) >= _TARGETS_MAX:  # a client names the model: bounded like ``_targets``
-                self._learned.clear()
-            hit = self._learned[k] = (now, learned_for(self.ledger, None, target))
-        return hit[1]
+            if len(self._lessons) >= _TARGETS_MAX:  # a client names the model: bounded like ``_targets``
+                self._lessons.clear()
+            hit = self._lessons[k] = (now, learned_for(self.ledger, None, target), values_for(self.ledger, target))
+        return hit[1], hit[2]
 
     def recall(self, tenant: str, keys: Sequence[str]) -> dict[str, Message]:
         """Recordings not yet written first, then the memory store for the rest."""
@@ -448,23 +447,13 @@ class Proxy:
         body = bounded(resp, self.options.max_upstream_body)
         return _back(StreamingResponse(body, resp.status_code), resp)
 
-    def values(self, target: Resolved) -> tuple[ValueRule, ...]:
-        """``rejections.values_for`` with the same short memo as ``learned``."""
-        k = (target.route.key, target.host, target.model)
-        hit = self._values.get(k)
-        now = time.monotonic()
-        if hit is None or now - hit[0] > 1.0:
-            if len(self._values) >= _TARGETS_MAX:
-                self._values.clear()
-            hit = self._values[k] = (now, values_for(self.ledger, target))
-        return hit[1]
-
     def prepare(self, body: dict[str, Any], row: Row, upstream: str, tenant: str | None,
                 extra: Mapping[int, Message] | None = None) -> tuple[Resolved, Rewrite]:
         """The rewrite, with the route's value lessons applied to the body it sends."""
         target = self.target(row, upstream, str(body["model"]))
-        rw = prepare(body, target, tenant, self.recall, self.learned(target), extra or {})
-        if rules := self.values(target):
+        learned, rules = self.lessons(target)
+        rw = prepare(body, target, tenant, self.recall, learned, extra or {})
+        if rules:
             sent = rw.body if rw.body is not None else body
             if (fixed := apply_values(sent, rules)) is not sent:
                 rw = replace(rw, body=fixed)

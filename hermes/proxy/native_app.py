@@ -83,7 +83,7 @@ async def responses(proxy: Proxy, request: Request, row: Row, upstream: str, bod
     history = history_of(door.body["messages"], opened, target)
 
     def made() -> NativeRequest:
-        return build(door.body, history, target, proxy.learned(target), proxy.values(target),
+        return build(door.body, history, target, *proxy.lessons(target),
                      effort=_effort(body), stream=door.stream)
 
     req = made()

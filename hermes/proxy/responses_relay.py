@@ -99,7 +99,7 @@ async def relay(proxy: Proxy, request: Request, row: Row, upstream: str, body: M
     target = proxy.target(row, upstream, str(body["model"]))
     url = f"{upstream}/responses"
     headers = proxy.headers(request, row)
-    sent, changed = ruled(body, target.route.switches, proxy.values(target), _refused(proxy, target))
+    sent, changed = ruled(body, target.route.switches, proxy.lessons(target)[1], _refused(proxy, target))
     resp = await proxy.forward("POST", url, headers, orjson.dumps(sent))
     retry = RetryState()
     if app._may_learn(resp.status_code):
@@ -118,7 +118,7 @@ async def relay(proxy: Proxy, request: Request, row: Row, upstream: str, body: M
             _log(row, target.host, target.model, resp.status_code, t0, body, changed, retry)
             return app._back(Response(err, resp.status_code), resp)
         proxy.forget_lessons()
-        sent, changed = ruled(body, target.route.switches, proxy.values(target), _refused(proxy, target))
+        sent, changed = ruled(body, target.route.switches, proxy.lessons(target)[1], _refused(proxy, target))
         resp = await proxy.forward("POST", url, headers, orjson.dumps(sent))
     await proxy.check(resp, url)
     _log(row, target.host, target.model, resp.status_code, t0, body, changed, retry)

@@ -98,8 +98,8 @@ def test_invented_model_names_do_not_grow_the_proxy_without_bound(tmp_path: Path
                                json={"model": f"deepseek-invented-{i}", "messages": [{"role": "user", "content": "x"}]})
                     assert r.status_code == 200, r.text
                 proxy = app.state.proxy
-                assert len(proxy._learned) <= 1024 and len(proxy._targets) <= 1024, \
-                    (len(proxy._learned), len(proxy._targets))
+                assert len(proxy._lessons) <= 1024 and len(proxy._targets) <= 1024, \
+                    (len(proxy._lessons), len(proxy._targets))
                 r = c.post("/chat/completions", headers={"authorization": "Bearer sk-bob-00000000000000000"},
                            json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
                 assert r.status_code == 200 and "inventor" not in r.text
