@@ -168,4 +168,7 @@ def main(out_dir: str) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] and sys.argv[1].startswith("-"):  # an option is not a folder to write into
+        print(__doc__)
+        sys.exit(0 if sys.argv[1] in ("-h", "--help") else 2)
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/replay-bodies"))
