@@ -33,7 +33,7 @@ NULL_TURN = """
 import sys
 from hermes.agent.loop import Agent, TurnResult
 
-def null_turn(self, session_id, user_text, resolved, *, history=None):
+def null_turn(self, session_id, user_text, resolved, *, history=None, system=None):
     return TurnResult(session_id, "ok", 1, "answer", history=list(history or []))
 
 Agent.run_turn = null_turn
