@@ -6,8 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from ..routing.models import ProfileRow, matching_rows, model_key
-from .models import example_id
+from ..routing.models import ProfileRow, example_id, matching_rows, model_key
 
 __all__ = ["unprofiled"]
 

@@ -10,13 +10,12 @@ the profile rows, route rules and learned lessons that decided them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import click
 
-from ..routing.models import PROFILE_FIELDS
+from ..routing.models import PROFILE_FIELDS, example_id
 from ._common import echo_json, resolve_cli, route_table
 from .routes import profile_dict
 
@@ -25,12 +24,6 @@ __all__ = ["models"]
 _CONTENT = frozenset({"messages", "input", "contents", "system", "systemInstruction", "model", "modelId", "stream",
                       "stream_options", "tools", "toolConfig", "store", "include", "anthropic_version"})
 """Body keys that carry the conversation, not the model's thinking controls."""
-
-
-def example_id(glob: str) -> str:
-    """An id a glob matches, for showing its family: ``[5-9]`` → ``5``, ``*`` dropped (``x`` at the end)."""
-    out = re.sub(r"\[!?([^\]])[^\]]*\]", r"\1", glob).replace("?", "x")
-    return out.replace("*", "") or "x"
 
 
 def _learned(store_rows: list[Any]) -> dict[str, list[dict[str, Any]]]:

@@ -25,7 +25,8 @@ from fnmatch import fnmatchcase
 from functools import cache, lru_cache
 from typing import Any, Literal, TypeAlias
 
-__all__ = ["PROFILES", "PROFILE_FIELDS", "THINKING_STYLES", "TOKENS", "Profile", "ProfileRow", "matching_rows", "model_key", "profile_for"]
+__all__ = ["PROFILES", "PROFILE_FIELDS", "THINKING_STYLES", "TOKENS", "Profile", "ProfileRow", "example_id", "matching_rows", "model_key",
+           "profile_for"]
 
 Thinking: TypeAlias = Literal["budget", "adaptive", "level", "none"]
 THINKING_STYLES: tuple[str, ...] = ("budget", "adaptive", "level", "none")
@@ -299,3 +300,9 @@ def matching_rows(model: str, rows: Sequence[ProfileRow] = PROFILES) -> list[Pro
     """Every row that applies to ``model``, in order (for ``hermes routes --explain``-style output)."""
     key = model_key(model)
     return [r for r in rows if r.matches(key)]
+
+
+def example_id(glob: str) -> str:
+    """An id a glob matches, for showing its family: ``[5-9]`` → ``5``, ``*`` dropped (``x`` at the end)."""
+    out = re.sub(r"\[!?([^\]])[^\]]*\]", r"\1", glob).replace("?", "x")
+    return out.replace("*", "") or "x"
