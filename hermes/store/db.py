@@ -126,7 +126,6 @@ class Store(SharedMethods):
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {self.path}: {e}") from None
 
-
     @staticmethod
     def _new_id(c: sqlite3.Connection) -> str:
         """12 random hex chars no session has yet (short enough to type)."""
