@@ -26,8 +26,7 @@ class _Printer:
         self.show_reasoning = show_reasoning
         self.in_reasoning = False
         self.wrote_text = False
-        self.spinner = Activity()  # while a request waits for its first byte
-        self.activity = Activity()
+        self.status = Activity()  # while a request waits for its first byte, or compaction or MCP runs
 
     def __call__(self, event: AgentEvent) -> None:
         from ..core.events import (
@@ -43,25 +42,23 @@ class _Printer:
         from ..core.stream import ReasoningDelta, TextDelta, ToolCallDelta
         from .terminal import printable
 
+        self.status.stop()
         if isinstance(event, Waiting):
-            self.activity.stop()
             if self.wrote_text and not self.quiet:  # a new step: its text starts on a line of its own
                 click.echo("")
                 self.wrote_text = False
             if not self.quiet:
-                self.spinner.start(f"waiting for {event.route} · {event.model}…")
+                self.status.start(f"waiting for {event.route} · {event.model}…")
             return
-        self.spinner.stop()
         if isinstance(event, Compacting):  # a summary request runs before the turn's next request
             if not self.quiet:
-                self.activity.start(f"compacting: ~{event.estimate:,} tokens > budget {event.budget:,}; "
+                self.status.start(f"compacting: ~{event.estimate:,} tokens > budget {event.budget:,}; "
                                     "summarising older turns…")
             return
         if isinstance(event, McpStarting):
             if not self.quiet:
-                self.activity.start(str(event))
+                self.status.start(str(event))
             return
-        self.activity.stop()
         note = isinstance(event, LessonLearned | Compacted | McpFailed)
         if self.quiet:
             if note:
@@ -97,7 +94,7 @@ class _Printer:
             width = shutil.get_terminal_size((100, 24)).columns - 4
             for line in preview(r.content, width=max(width, 20)):
                 click.secho(f"    {line}", err=True, dim=True, fg="red" if r.is_error else None)
-        # other events (McpStarted, Requested) only end the spinners above
+        # other events (McpStarted, Requested) only end the status line above
 
     def _end_reasoning(self) -> None:
         if self.in_reasoning:
@@ -105,8 +102,7 @@ class _Printer:
             self.in_reasoning = False
 
     def end_turn(self, answer: str) -> None:
-        self.spinner.stop()
-        self.activity.stop()
+        self.status.stop()
         self._end_reasoning()
         if not self.quiet:
             if not self.wrote_text and answer:
